@@ -1,0 +1,202 @@
+"""Streaming corpus reader: plain / gzip / bz2 / xz text, a file or a directory of files.
+
+One sentence per line; a line longer than ``max_sentence_length`` tokens (a text8-style file is a
+single 100 MB line) is cut into consecutive pieces of that length, and *no token is dropped*
+(gensim silently drops everything past 10,000 tokens of a line). Memory is bounded by the block
+size and one piece, never by the corpus size. Invalid UTF-8 is replaced by U+FFFD and counted.
+"""
+from __future__ import annotations
+
+import bz2
+import codecs
+import gzip
+import io
+import logging
+import lzma
+import os
+import threading
+from dataclasses import dataclass, field
+from typing import Iterable, Iterator, List, Sequence, Union
+
+from .errors import CorpusError
+
+logger = logging.getLogger(__name__)
+
+BLOCK_BYTES = 1 << 20
+DEFAULT_MAX_SENTENCE_LENGTH = 10_000
+# How many leading bytes we inspect to reject binary files (NUL bytes never occur in text).
+_SNIFF_BYTES = 4096
+_MAX_TOKEN_CHARS = 1 << 22
+
+_MAGIC = (
+    (b"\x1f\x8b", gzip.open),
+    (b"BZh", bz2.open),
+    (b"\xfd7zXZ\x00", lzma.open),
+)
+
+_decode_state = threading.local()
+
+
+def _count_and_replace(err: UnicodeDecodeError):
+    # Called by the codec only for invalid bytes, so clean text pays nothing for the counting.
+    _decode_state.invalid = getattr(_decode_state, "invalid", 0) + 1
+    return "\ufffd", err.end
+
+
+codecs.register_error("semhuff_count", _count_and_replace)
+
+PathLike = Union[str, os.PathLike]
+
+
+def list_corpus_files(path: PathLike) -> List[str]:
+    """The files a corpus path stands for: the file itself, or every regular file in a
+    directory (sorted, hidden files skipped, not recursive)."""
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise CorpusError(f"corpus not found: {path}")
+    if os.path.isdir(path):
+        files = sorted(
+            os.path.join(path, name)
+            for name in os.listdir(path)
+            if not name.startswith(".") and os.path.isfile(os.path.join(path, name))
+        )
+        if not files:
+            raise CorpusError(f"corpus directory has no files: {path}")
+        return files
+    return [path]
+
+
+def open_binary(path: str):
+    """Open a file for binary reading, decompressing by magic bytes (not by extension)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(6)
+    except OSError as exc:
+        raise CorpusError(f"cannot read corpus {path}: {exc.strerror or exc}") from None
+    for magic, opener in _MAGIC:
+        if head.startswith(magic):
+            return opener(path, "rb")
+    return open(path, "rb")
+
+
+@dataclass
+class CorpusStats:
+    """What a pass over the corpus saw; filled in as the pass goes."""
+
+    files: int = 0
+    bytes_read: int = 0
+    lines: int = 0
+    pieces: int = 0
+    tokens: int = 0
+    invalid_utf8: int = 0
+    long_lines_cut: int = 0
+    paths: List[str] = field(default_factory=list)
+
+
+class Corpus:
+    """A re-iterable stream of sentences (lists of str tokens) over one or more files.
+
+    Iterating yields lists of tokens; each call to ``__iter__`` is a fresh pass and resets
+    ``stats``. ``Corpus`` accepts a path (file or directory) or a list of paths.
+    """
+
+    def __init__(
+        self,
+        source: Union[PathLike, Sequence[PathLike]],
+        max_sentence_length: int = DEFAULT_MAX_SENTENCE_LENGTH,
+        block_bytes: int = BLOCK_BYTES,
+    ):
+        if max_sentence_length < 1:
+            raise CorpusError("max_sentence_length must be >= 1")
+        if isinstance(source, (str, os.PathLike)):
+            self.files = list_corpus_files(source)
+        else:
+            self.files = [f for p in source for f in list_corpus_files(p)]
+        self.max_sentence_length = int(max_sentence_length)
+        self.block_bytes = int(block_bytes)
+        self.stats = CorpusStats(paths=list(self.files))
+
+    @property
+    def total_bytes(self) -> int:
+        """Size on disk (compressed where compressed): a progress denominator for the first pass."""
+        return sum(os.path.getsize(f) for f in self.files)
+
+    def __iter__(self) -> Iterator[List[str]]:
+        self.stats = CorpusStats(paths=list(self.files))
+        for path in self.files:
+            yield from self._iter_file(path)
+            self.stats.files += 1
+
+    def _iter_file(self, path: str) -> Iterator[List[str]]:
+        stats = self.stats
+        limit = self.max_sentence_length
+        _decode_state.invalid = 0
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="semhuff_count")
+        pending: List[str] = []  # tokens of the current line not yet emitted
+        partial = ""  # text after the last whitespace of the previous block
+        first = True
+        try:
+            with open_binary(path) as fh:
+                while True:
+                    raw = fh.read(self.block_bytes)
+                    if first:
+                        _reject_binary(path, raw)
+                        first = False
+                    final = not raw
+                    stats.bytes_read += len(raw)
+                    text = partial + decoder.decode(raw, final=final)
+                    if final:
+                        partial = ""
+                    else:
+                        # Keep the trailing fragment (possibly half a token) for the next block.
+                        cut = max(text.rfind(" "), text.rfind("\n"), text.rfind("\t"), text.rfind("\r"))
+                        partial = text[cut + 1:]
+                        text = text[: cut + 1]
+                        if len(partial) > _MAX_TOKEN_CHARS:
+                            # A "token" with no whitespace for megabytes: emit it rather than
+                            # letting the carry grow with the file.
+                            text, partial = text + partial + " ", ""
+
+                    lines = text.split("\n")
+                    for i, line in enumerate(lines):
+                        ends_line = i < len(lines) - 1 or final
+                        tokens = line.split()
+                        if tokens:
+                            pending.extend(tokens)
+                            while len(pending) > limit:
+                                yield self._emit(pending[:limit])
+                                stats.long_lines_cut += 1
+                                del pending[:limit]
+                        if ends_line:
+                            if i < len(lines) - 1 or line:
+                                stats.lines += 1
+                            if pending:
+                                yield self._emit(pending)
+                                pending = []
+                    if final:
+                        break
+        except (OSError, EOFError, lzma.LZMAError) as exc:
+            raise CorpusError(f"cannot read corpus {path}: {exc}") from None
+        finally:
+            stats.invalid_utf8 += getattr(_decode_state, "invalid", 0)
+            _decode_state.invalid = 0
+
+    def _emit(self, tokens: List[str]) -> List[str]:
+        self.stats.pieces += 1
+        self.stats.tokens += len(tokens)
+        return tokens
+
+
+def _reject_binary(path: str, head: bytes) -> None:
+    if b"\x00" in head[:_SNIFF_BYTES]:
+        raise CorpusError(f"corpus looks binary, not text (NUL bytes): {path}")
+
+
+def as_corpus(source, max_sentence_length: int = DEFAULT_MAX_SENTENCE_LENGTH) -> Iterable[List[str]]:
+    """A path / list of paths becomes a ``Corpus``; an iterable of token lists passes through
+    (the gensim convention: any re-iterable of lists of str)."""
+    if isinstance(source, (str, os.PathLike)):
+        return Corpus(source, max_sentence_length=max_sentence_length)
+    if isinstance(source, (list, tuple)) and source and isinstance(source[0], (str, os.PathLike)):
+        return Corpus(source, max_sentence_length=max_sentence_length)
+    return source

@@ -1,0 +1,180 @@
+"""The tree of hierarchical softmax, as a value.
+
+Any builder (Huffman, SemHuff, self-organized) produces a ``Tree``; the trainer consumes only its
+padded path arrays, the layout of the p-tHSM poster:
+
+* ``points[w, :lengths[w]]`` — the inner nodes on word ``w``'s path, root first (rows of the
+  output matrix ``syn1``, numbered ``0 .. n_words - 2``);
+* ``codes[w, :lengths[w]]`` — the branch taken at each of them (0 or 1; word2vec trains node
+  ``n`` to predict ``1 - code``);
+* padding beyond ``lengths[w]`` is 0 in both arrays.
+
+The canonical form is the parent array of a full binary tree: nodes ``0 .. V-1`` are the leaves
+(word ids), ``V .. 2V-2`` the inner nodes (inner node ``V + i`` is output row ``i``), and
+``branch[n]`` is the bit on the edge into ``n``. The path arrays are derived from it.
+"""
+from __future__ import annotations
+
+import io
+from typing import Optional
+
+import numba
+import numpy as np
+
+from .errors import SemhuffError
+
+
+class TreeError(SemhuffError):
+    pass
+
+
+@numba.njit(cache=True, nogil=True)
+def _paths_from_parents(parent, branch, n_words, max_depth):
+    points = np.zeros((n_words, max_depth), dtype=np.int32)
+    codes = np.zeros((n_words, max_depth), dtype=np.int8)
+    lengths = np.zeros(n_words, dtype=np.int32)
+    for w in range(n_words):
+        depth = 0
+        node = w
+        while parent[node] >= 0:
+            depth += 1
+            node = parent[node]
+        lengths[w] = depth
+        node = w
+        d = depth - 1
+        while parent[node] >= 0:
+            codes[w, d] = branch[node]
+            points[w, d] = parent[node] - n_words
+            node = parent[node]
+            d -= 1
+    return points, codes, lengths
+
+
+@numba.njit(cache=True, nogil=True)
+def _depths(parent, n_words):
+    # Depth of every node, computed top-down: a parent's id may be smaller or larger than its
+    # child's, so walk each leaf up once and memoise.
+    n = parent.shape[0]
+    depth = np.full(n, -1, dtype=np.int32)
+    for start in range(n):
+        if depth[start] >= 0:
+            continue
+        # find the nearest ancestor with a known depth
+        node = start
+        steps = 0
+        while node >= 0 and depth[node] < 0:
+            node = parent[node]
+            steps += 1
+            if steps > n:
+                return depth  # a cycle: left at -1 for validate() to report
+        base = -1 if node < 0 else depth[node]
+        # second walk assigns depths
+        d = base + steps
+        node = start
+        while node >= 0 and depth[node] < 0:
+            depth[node] = d
+            d -= 1
+            node = parent[node]
+    return depth
+
+
+class Tree:
+    """A full binary tree over ``n_words`` leaves; see the module docstring for the layout."""
+
+    def __init__(self, parent: np.ndarray, branch: np.ndarray, kind: str = "custom"):
+        self.parent = np.ascontiguousarray(parent, dtype=np.int32)
+        self.branch = np.ascontiguousarray(branch, dtype=np.int8)
+        if self.parent.ndim != 1 or self.parent.shape != self.branch.shape:
+            raise TreeError("parent and branch must be 1-D arrays of equal length")
+        n = self.parent.shape[0]
+        if n % 2 == 0:
+            raise TreeError(f"a full binary tree has an odd number of nodes, got {n}")
+        self.n_words = (n + 1) // 2
+        self.kind = kind
+        self._paths = None
+
+    # -- derived layout ----------------------------------------------------------------------
+    @property
+    def n_inner(self) -> int:
+        return self.n_words - 1
+
+    @property
+    def root(self) -> int:
+        return int(np.flatnonzero(self.parent < 0)[0])
+
+    def node_depths(self) -> np.ndarray:
+        return _depths(self.parent, self.n_words)
+
+    def _ensure_paths(self):
+        if self._paths is None:
+            max_depth = int(self.node_depths()[: self.n_words].max()) if self.n_words > 1 else 0
+            self._paths = _paths_from_parents(self.parent, self.branch, self.n_words, max(max_depth, 1))
+        return self._paths
+
+    @property
+    def points(self) -> np.ndarray:
+        return self._ensure_paths()[0]
+
+    @property
+    def codes(self) -> np.ndarray:
+        return self._ensure_paths()[1]
+
+    @property
+    def lengths(self) -> np.ndarray:
+        return self._ensure_paths()[2]
+
+    @property
+    def max_depth(self) -> int:
+        return int(self.lengths.max()) if self.n_words > 1 else 0
+
+    def expected_code_length(self, counts: np.ndarray) -> float:
+        counts = np.asarray(counts, dtype=np.float64)
+        return float((counts * self.lengths).sum() / counts.sum())
+
+    def code_string(self, word_id: int) -> str:
+        n = self.lengths[word_id]
+        return "".join(str(int(c)) for c in self.codes[word_id, :n])
+
+    # -- checks --------------------------------------------------------------------------------
+    def validate(self) -> None:
+        """Raise ``TreeError`` unless this is a full binary tree over the leaves 0..V-1 with
+        distinct branch bits under every inner node (hence prefix-free codes)."""
+        V, parent, branch = self.n_words, self.parent, self.branch
+        roots = np.flatnonzero(parent < 0)
+        if len(roots) != 1:
+            raise TreeError(f"expected exactly one root, found {len(roots)}")
+        if V > 1 and roots[0] < V:
+            raise TreeError("the root must be an inner node")
+        inner = parent[parent >= 0]
+        if inner.size and (inner.min() < V or inner.max() >= 2 * V - 1):
+            raise TreeError("a parent id is not an inner node")
+        kids = np.bincount(inner - V, minlength=V - 1) if V > 1 else np.zeros(0, int)
+        if V > 1 and not np.all(kids == 2):
+            raise TreeError("every inner node must have exactly two children")
+        if V > 1:
+            bitsum = np.bincount(inner - V, weights=branch[parent >= 0], minlength=V - 1)
+            if not np.all(bitsum == 1):
+                raise TreeError("the two children of an inner node must carry branch bits 0 and 1")
+        if np.any(self.node_depths() < 0):
+            raise TreeError("the parent array has a cycle")
+
+    # -- persistence ----------------------------------------------------------------------------
+    def to_arrays(self) -> dict:
+        return {"tree_parent": self.parent, "tree_branch": self.branch,
+                "tree_kind": np.array(self.kind)}
+
+    @classmethod
+    def from_arrays(cls, arrays) -> "Tree":
+        return cls(arrays["tree_parent"], arrays["tree_branch"], str(arrays["tree_kind"]))
+
+    def save(self, path: str) -> None:
+        from .io_utils import atomic_write_npz
+        atomic_write_npz(path, self.to_arrays())
+
+    @classmethod
+    def load(cls, path: str) -> "Tree":
+        with np.load(path, allow_pickle=False) as data:
+            return cls.from_arrays(data)
+
+    def __repr__(self) -> str:
+        return f"Tree(kind={self.kind!r}, n_words={self.n_words}, max_depth={self.max_depth})"

@@ -1,0 +1,118 @@
+"""Vocabulary: word counts, min_count / max_vocab_size pruning, frequency-sorted ids and
+word2vec's down-sampling thresholds."""
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Dict, Iterable, List, Mapping, Optional
+
+import numpy as np
+
+from .errors import VocabError
+
+logger = logging.getLogger(__name__)
+
+
+def scan_counts(
+    sentences: Iterable[List[str]],
+    max_vocab_size: Optional[int] = None,
+    progress=None,
+) -> tuple:
+    """Count every token. With ``max_vocab_size``, prune while scanning the way word2vec.c does:
+    whenever the table outgrows the limit, drop words seen <= ``min_reduce`` times and raise
+    ``min_reduce`` by one. Returns ``(Counter, total_tokens, min_reduce)``."""
+    counts: Counter = Counter()
+    total = 0
+    min_reduce = 1
+    for tokens in sentences:
+        counts.update(tokens)
+        total += len(tokens)
+        if progress is not None:
+            progress(len(tokens))
+        if max_vocab_size is not None and len(counts) > max_vocab_size:
+            for word in [w for w, c in counts.items() if c <= min_reduce]:
+                del counts[word]
+            logger.info("pruned vocabulary to %d words (counts <= %d dropped)", len(counts), min_reduce)
+            min_reduce += 1
+    return counts, total, min_reduce
+
+
+@dataclass
+class Vocab:
+    """Words sorted by descending count (ties keep first-seen order, as gensim does).
+
+    ``total_tokens`` is every token the scan saw; ``retained_tokens`` the tokens of kept words.
+    """
+
+    words: List[str]
+    counts: np.ndarray
+    total_tokens: int
+    min_count: int = 1
+    index: Dict[str, int] = field(default=None, repr=False)
+
+    def __post_init__(self):
+        self.counts = np.asarray(self.counts, dtype=np.int64)
+        if self.index is None:
+            self.index = {w: i for i, w in enumerate(self.words)}
+        if len(self.index) != len(self.words):
+            raise VocabError("vocabulary has duplicate words")
+
+    @classmethod
+    def from_counts(cls, counts: Mapping[str, int], min_count: int = 5, total_tokens: Optional[int] = None,
+                    max_final_vocab: Optional[int] = None) -> "Vocab":
+        if min_count < 1:
+            raise VocabError("min_count must be >= 1")
+        kept = [(w, c) for w, c in counts.items() if c >= min_count]
+        kept.sort(key=lambda wc: -wc[1])  # stable: ties stay in first-seen order
+        if max_final_vocab is not None:
+            kept = kept[:max_final_vocab]
+        if total_tokens is None:
+            total_tokens = int(sum(counts.values()))
+        if not kept:
+            most = max(counts.values()) if counts else 0
+            raise VocabError(
+                f"no word reaches min_count={min_count} (the most frequent word occurs {most} times)"
+            )
+        return cls([w for w, _ in kept], np.array([c for _, c in kept], dtype=np.int64),
+                   int(total_tokens), min_count)
+
+    @classmethod
+    def build(cls, sentences: Iterable[List[str]], min_count: int = 5, max_vocab_size: Optional[int] = None,
+              max_final_vocab: Optional[int] = None, progress=None) -> "Vocab":
+        counts, total, _ = scan_counts(sentences, max_vocab_size, progress)
+        if total == 0:
+            raise VocabError("the corpus has no tokens")
+        vocab = cls.from_counts(counts, min_count, total, max_final_vocab)
+        logger.info("vocabulary: %d words of %d distinct (min_count=%d), %d tokens, %.1f%% kept",
+                    len(vocab), len(counts), min_count, total, 100.0 * vocab.retained_tokens / total)
+        return vocab
+
+    def __len__(self) -> int:
+        return len(self.words)
+
+    def __contains__(self, word: str) -> bool:
+        return word in self.index
+
+    @property
+    def retained_tokens(self) -> int:
+        return int(self.counts.sum())
+
+    def keep_probabilities(self, sample: float) -> np.ndarray:
+        """word2vec / gensim down-sampling: a word of count c is kept with probability
+        (sqrt(c / t) + 1) * t / c, capped at 1, where t = sample * retained tokens
+        (``sample >= 1`` is read as an absolute count t, as gensim does; 0 disables)."""
+        if sample < 0:
+            raise VocabError("sample must be >= 0")
+        counts = self.counts.astype(np.float64)
+        if sample == 0:
+            return np.ones(len(counts))
+        threshold = sample * self.retained_tokens if sample < 1.0 else float(sample)
+        prob = (np.sqrt(counts / threshold) + 1.0) * (threshold / counts)
+        return np.minimum(prob, 1.0)
+
+    def keep_thresholds(self, sample: float) -> np.ndarray:
+        """``keep_probabilities`` as uint32 thresholds against a uniform 32-bit random number,
+        so the kernel decides with one integer compare (keep if random < threshold)."""
+        prob = self.keep_probabilities(sample)
+        return np.minimum(np.round(prob * 2.0 ** 32), 2.0 ** 32 - 1).astype(np.uint32)
