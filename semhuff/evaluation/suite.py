@@ -1,0 +1,174 @@
+"""Run every requested task on every model: data sets are read once, a missing one is skipped
+with a message (never an exception), and each model gets its list of :class:`Score` rows."""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+import time
+from pathlib import Path
+from typing import Callable, Optional
+
+from threadpoolctl import threadpool_limits
+from tqdm import tqdm
+
+from . import analogy, pos, similarity, synonyms, thesaurus
+from .datasets import (DatasetMissing, Parsed, data_root, default_analogy_path, default_similarity_path,
+                       default_wordnet_dir, SIMILARITY_FILES)
+from .results import Score
+from .vectors import DEFAULT_RESTRICT_VOCAB, LoadedVectors, Lookup
+
+logger = logging.getLogger(__name__)
+
+TASKS = ("similarity", "analogy", "synonyms", "pos")
+
+
+@dataclasses.dataclass
+class SuiteConfig:
+    tasks: tuple = TASKS
+    data_dir: Optional[Path] = None
+    #: name -> file (None: the built-in set's default place); None means all of ``SIMILARITY_FILES``
+    similarity_files: Optional[dict] = None
+    analogy_file: Optional[Path] = None
+    analogy_methods: tuple = analogy.METHODS
+    #: a ``word<TAB>word`` file; None means pairs built on the fly from WordNet (``wordnet_dir``)
+    synonym_file: Optional[Path] = None
+    wordnet_dir: Optional[Path] = None
+    synonym_direction: str = "both"
+    pos_corpora: tuple = pos.DEFAULT_POS_CORPORA
+    #: extra POS corpora: name -> (train file, test file)
+    pos_files: dict = dataclasses.field(default_factory=dict)
+    pos_window: int = pos.DEFAULT_WINDOW
+    pos_max_train_tokens: Optional[int] = pos.DEFAULT_MAX_TRAIN_TOKENS
+    restrict_vocab: Optional[int] = DEFAULT_RESTRICT_VOCAB
+    case_insensitive: bool = True
+
+    @property
+    def root(self) -> Path:
+        return self.data_dir if self.data_dir is not None else data_root()
+
+
+@dataclasses.dataclass
+class ModelResult:
+    name: str
+    source: str
+    words: int
+    dimensions: int
+    load_problems: dict
+    scores: list = dataclasses.field(default_factory=list)
+
+
+@dataclasses.dataclass
+class Report:
+    models: list
+    skipped: list
+    settings: dict
+    seconds: float = 0.0
+
+
+# A prepared data set: (task, name, evaluate(lookup) -> scores)
+Job = tuple[str, str, Callable[[Lookup], list]]
+
+
+def prepare_jobs(config: SuiteConfig, skipped: list) -> list[Job]:
+    """Read every requested data set once; what is missing or unusable goes to ``skipped``."""
+    jobs: list[Job] = []
+
+    def attempt(task: str, name: str, build: Callable[[], Callable[[Lookup], list]]) -> None:
+        try:
+            jobs.append((task, name, build()))
+        except (DatasetMissing, OSError, ValueError) as exc:
+            message = f"{task}/{name} skipped: {exc}"
+            logger.warning(message)
+            skipped.append(message)
+
+    root = config.root
+    if "similarity" in config.tasks:
+        files = config.similarity_files if config.similarity_files is not None else dict.fromkeys(SIMILARITY_FILES)
+        for name, path in files.items():
+            path = path if path is not None or name not in SIMILARITY_FILES else default_similarity_path(name, root)
+            attempt("similarity", name, lambda name=name, path=path: _bind(
+                similarity.evaluate_word_pairs, similarity.read_word_pairs(path), name))
+    if "analogy" in config.tasks:
+        path = config.analogy_file or default_analogy_path(root)
+        attempt("analogy", "google", lambda: _bind(
+            analogy.evaluate_analogies, analogy.read_analogies(path), "google",
+            methods=config.analogy_methods))
+    if "synonyms" in config.tasks:
+        if config.synonym_file is not None:
+            name = Path(config.synonym_file).stem
+            read = lambda: synonyms.read_synonym_pairs(config.synonym_file)  # noqa: E731
+        else:
+            name = "wordnet"
+            folder = config.wordnet_dir or default_wordnet_dir(root)
+            read = lambda: Parsed(str(folder), thesaurus.synonym_pairs(thesaurus.wordnet_synsets(folder)))  # noqa: E731
+        attempt("synonyms", name, lambda: _bind(
+            synonyms.evaluate_synonyms, read(), name, direction=config.synonym_direction))
+    if "pos" in config.tasks:
+        corpora = [(n, lambda n=n: pos.load_pos_corpus(n, root)) for n in config.pos_corpora]
+        corpora += [(n, lambda n=n, f=f: pos.load_pos_files(n, *f)) for n, f in config.pos_files.items()]
+        for name, load in corpora:
+            attempt("pos", name, lambda load=load: _bind(
+                pos.evaluate_pos, load(), window=config.pos_window, max_train_tokens=config.pos_max_train_tokens))
+    return jobs
+
+
+def _bind(evaluate: Callable, *args, **kwargs) -> Callable[[Lookup], list]:
+    return lambda lookup: evaluate(lookup, *args, **kwargs)
+
+
+def unique_names(names: list[str]) -> list[str]:
+    """``names`` with repeats told apart (``a``, ``a#2``, ...), so each model gets its own column."""
+    seen: dict[str, int] = {}
+    out = []
+    for name in names:
+        seen[name] = seen.get(name, 0) + 1
+        out.append(name if seen[name] == 1 else f"{name}#{seen[name]}")
+    return out
+
+
+def run_suite(models: list[LoadedVectors], config: Optional[SuiteConfig] = None,
+              progress: bool = False, threads: Optional[int] = 1) -> Report:
+    """Evaluate ``models`` on the tasks of ``config``; ``progress`` shows a tqdm bar on a terminal.
+
+    ``threads`` caps the BLAS threads (None: the library's default). One thread is the default:
+    OpenBLAS threads spin while waiting, and on a busy machine they made the POS classifier
+    20 times slower than a single thread."""
+    config = config or SuiteConfig()
+    limit = threadpool_limits(limits=threads) if threads else contextlib.nullcontext()
+    with limit:
+        return _run_suite(models, config, progress)
+
+
+def _run_suite(models: list[LoadedVectors], config: SuiteConfig, progress: bool) -> Report:
+    started = time.perf_counter()
+    skipped: list[str] = []
+    jobs = prepare_jobs(config, skipped)
+    results = []
+    bar = tqdm(total=len(models) * len(jobs), desc="evaluating", unit="task",
+               disable=None if progress else True)
+    for model, name in zip(models, unique_names([m.name for m in models])):
+        lookup = Lookup(model.vectors, config.restrict_vocab, config.case_insensitive)
+        report = model.report
+        result = ModelResult(name, report.source, report.words, report.dimensions, {
+            "malformed_lines": report.malformed_lines, "wrong_dimension_lines": report.wrong_dimension_lines,
+            "duplicate_words": report.duplicate_words})
+        for task, dataset, evaluate in jobs:
+            bar.set_postfix_str(f"{name} {task}/{dataset}")
+            result.scores.extend(_run_one(evaluate, lookup, task, dataset, name, skipped))
+            bar.update()
+        results.append(result)
+    bar.close()
+    settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in dataclasses.asdict(config).items()}
+    settings["data_dir"] = str(config.root)
+    return Report(results, skipped, settings, time.perf_counter() - started)
+
+
+def _run_one(evaluate, lookup, task, name, model_name, skipped) -> list[Score]:
+    try:
+        return evaluate(lookup)
+    except (ValueError, MemoryError) as exc:  # e.g. a POS split whose train part has one tag only
+        message = f"{task}/{name} failed for {model_name}: {exc}"
+        logger.error(message)
+        skipped.append(message)
+        return []

@@ -1,0 +1,158 @@
+"""Loading vectors of every kind (and bad ones), the report, and the semhuff-eval command."""
+import json
+
+import numpy as np
+import pytest
+from gensim.models import KeyedVectors
+
+from semhuff.evaluation import VectorsError, load_vectors
+
+try:
+    from semhuff.cli import evaluate as cli
+except ImportError:  # not installed: the top-level cli/ folder is semhuff.cli once installed
+    from cli import evaluate as cli
+
+WORDS = ["king", "queen", "man", "woman", "paris", "france", "rome", "italy", "apple", "pear"]
+
+
+def small_kv(seed=0, dim=8):
+    rng = np.random.default_rng(seed)
+    kv = KeyedVectors(vector_size=dim)
+    kv.add_vectors(WORDS, rng.normal(size=(len(WORDS), dim)).astype(np.float32))
+    return kv
+
+
+@pytest.fixture
+def datasets(tmp_path):
+    pairs = tmp_path / "pairs.txt"
+    pairs.write_text("king\tqueen\t8\nman\twoman\t7\napple\tpear\t6\nparis\tfrance\t5\nking\tapple\t1\n"
+                     "broken line\nking\tunknownword\t3\n")
+    questions = tmp_path / "questions.txt"
+    questions.write_text(": capital-common-countries\nparis france rome italy\nrome italy paris france\n"
+                         ": gram-family\nking queen man woman\nman woman king queen\nman woman zzz queen\n")
+    synonyms = tmp_path / "syn.txt"
+    synonyms.write_text("# pairs\nking\tqueen\napple\tpear\nfoo\tbar\n")
+    return {"--pairs": f"tiny={pairs}", "--analogy": str(questions), "--synonyms": str(synonyms)}
+
+
+def run_cli(capsys, *argv):
+    code = cli.main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def task_args(datasets, tasks="similarity,analogy,synonyms"):
+    args = ["--tasks", tasks, "--similarity-sets", "mc30", "-q"]
+    for option, value in datasets.items():
+        args += [option, value]
+    return args
+
+
+# ---------------------------------------------------------------- loading
+
+def test_text_binary_and_kv_round_trip(tmp_path):
+    kv = small_kv()
+    kv.save_word2vec_format(str(tmp_path / "v.txt"))
+    kv.save_word2vec_format(str(tmp_path / "v.bin"), binary=True)
+    kv.save_word2vec_format(str(tmp_path / "v.vectors"), binary=True)  # binary without a telling name
+    kv.save(str(tmp_path / "v.kv"))
+    for name in ("v.txt", "v.bin", "v.vectors", "v.kv"):
+        loaded = load_vectors(tmp_path / name)
+        assert loaded.vectors.index_to_key == WORDS, name
+        np.testing.assert_allclose(loaded.vectors.vectors, kv.vectors, atol=1e-5)
+    assert load_vectors(kv, name="mem").vectors is kv
+
+
+def test_bad_lines_are_counted_not_fatal(tmp_path):
+    path = tmp_path / "messy.txt"
+    path.write_text("5 3\nking 1 2 3\nqueen 1 2\nman 1 x 3\nking 4 5 6\n\nwoman 0 1 0\njustaword\n")
+    loaded = load_vectors(path)
+    assert loaded.vectors.index_to_key == ["king", "woman"]
+    report = loaded.report
+    assert (report.wrong_dimension_lines, report.malformed_lines, report.duplicate_words) == (1, 2, 1)
+
+
+@pytest.mark.parametrize("content, message", [("", "empty"), ("2 3\n\n", "no usable vectors")])
+def test_unusable_files_raise_a_clear_error(tmp_path, content, message):
+    path = tmp_path / "bad.txt"
+    path.write_text(content)
+    with pytest.raises(VectorsError, match=message):
+        load_vectors(path)
+    with pytest.raises(VectorsError, match="not found"):
+        load_vectors(tmp_path / "missing.bin")
+
+
+def test_unreadable_semhuff_model_file_is_a_clear_error(tmp_path):
+    path = tmp_path / "model.npz"
+    np.savez(path, something_else=np.zeros((2, 2)))
+    try:
+        import semhuff.model  # noqa: F401
+        expected = "cannot read npz vectors"
+    except ImportError:
+        expected = "semhuff.model.load_vectors is not available"
+    with pytest.raises(VectorsError, match=expected):
+        load_vectors(path)
+
+
+# ---------------------------------------------------------------- the command
+
+def test_cli_two_models_side_by_side_with_all_outputs(tmp_path, capsys, datasets):
+    small_kv(0).save_word2vec_format(str(tmp_path / "a.bin"), binary=True)
+    small_kv(1).save_word2vec_format(str(tmp_path / "b.txt"))
+    out_json, out_md, out_png = tmp_path / "r.json", tmp_path / "r.md", tmp_path / "r.png"
+    code, out, err = run_cli(capsys, f"first={tmp_path / 'a.bin'}", tmp_path / "b.txt",
+                             *task_args(datasets), "--json", out_json, "--markdown", out_md, "--plot", out_png)
+    assert code == 0, err
+    header = out.splitlines()[0].split()
+    assert header[-2:] == ["first", "b"]
+    report = json.loads(out_json.read_text())
+    assert [m["name"] for m in report["models"]] == ["first", "b"]
+    scores = {(s["task"], s["dataset"], s["metric"]): s for s in report["models"][0]["scores"]}
+    tiny = scores[("similarity", "tiny", "spearman")]
+    assert (tiny["covered"], tiny["total"], tiny["details"]["malformed_lines"]) == (5, 6, 1)
+    assert scores[("analogy", "google", "3CosAdd")]["total"] == 5
+    assert scores[("synonyms", "syn", "MR")]["covered"] == 2
+    assert any("mc30" in s for s in report["skipped"]) or ("similarity", "mc30", "spearman") in scores
+    assert "| first | b |" in out_md.read_text()
+    assert out_png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert not list(tmp_path.glob(".*.tmp"))  # atomic writes leave no temp files
+
+
+def test_cli_missing_dataset_is_skipped_with_a_message(tmp_path, capsys, datasets):
+    small_kv().save_word2vec_format(str(tmp_path / "v.txt"))
+    datasets["--analogy"] = str(tmp_path / "nope.txt")
+    code, out, err = run_cli(capsys, tmp_path / "v.txt", *task_args(datasets), "--data-dir", tmp_path / "nodata")
+    assert code == 0
+    assert "analogy/google skipped" in out and "nope.txt" in out
+    assert "similarity/mc30 skipped" in out  # no data folder and gensim does not ship MC-30
+
+
+@pytest.mark.parametrize("argv", [
+    ["--tasks", "similarity,cooking"],
+    ["--pairs", "no-equals-sign"],
+    ["--restrict-vocab", "-3"],
+    ["--pos-files", "x=only-one-file"],
+])
+def test_cli_bad_options_exit_2_with_one_line(tmp_path, capsys, argv):
+    small_kv().save_word2vec_format(str(tmp_path / "v.txt"))
+    code, out, err = run_cli(capsys, tmp_path / "v.txt", *argv)
+    assert code == 2
+    assert len(err.strip().splitlines()) == 1 and err.startswith("semhuff-eval: error:")
+    assert "Traceback" not in err
+
+
+def test_cli_unloadable_model_is_reported_and_others_still_run(tmp_path, capsys, datasets):
+    small_kv().save_word2vec_format(str(tmp_path / "good.txt"))
+    (tmp_path / "empty.txt").write_text("")
+    code, out, err = run_cli(capsys, tmp_path / "good.txt", tmp_path / "empty.txt", *task_args(datasets))
+    assert code == 2
+    assert "vectors file is empty" in err and "Traceback" not in err
+    assert out.splitlines()[0].split()[-1] == "good"
+    code, out, err = run_cli(capsys, tmp_path / "empty.txt")
+    assert code == 2 and out == ""
+
+
+def test_cli_unwritable_output_fails_before_evaluating(tmp_path, capsys):
+    small_kv().save_word2vec_format(str(tmp_path / "v.txt"))
+    code, out, err = run_cli(capsys, tmp_path / "v.txt", "--json", tmp_path / "no" / "such" / "dir.json")
+    assert code == 2 and "does not exist" in err and out == ""
