@@ -1,0 +1,33 @@
+"""What every console entry point shares: logging set-up and turning user errors into one line
+on stderr with exit code 2 (never a traceback)."""
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Callable, List, Optional
+
+from semhuff.errors import SemhuffError
+
+
+def setup_logging(verbosity: int) -> None:
+    level = logging.WARNING if verbosity < 0 else logging.INFO if verbosity == 0 else logging.DEBUG
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+                        datefmt="%H:%M:%S", stream=sys.stderr)
+    # gensim narrates every save and load at INFO; keep that for -vv
+    logging.getLogger("gensim").setLevel(logging.INFO if verbosity > 1 else logging.WARNING)
+
+
+def run_cli(prog: str, body: Callable[[], int]) -> int:
+    """Run ``body``; a ``SemhuffError`` or an unreadable/unwritable file becomes
+    ``prog: error: message`` and exit code 2, Ctrl-C exit code 130."""
+    try:
+        return body() or 0
+    except SemhuffError as exc:
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        return 2
+    except (OSError, MemoryError) as exc:
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted; no output was written", file=sys.stderr)
+        return 130

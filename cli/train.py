@@ -1,0 +1,144 @@
+"""semhuff-train: train word vectors from the command line.
+
+    semhuff-train CORPUS [CORPUS ...] -o OUT [options]
+
+CORPUS is a text file (plain, gzip, bz2, xz; one sentence per line, or one huge text8-style
+line) or a directory of them. The name ``lee`` stands for gensim's bundled lee_background.cor.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import time
+from typing import List, Optional
+
+from semhuff.errors import SemhuffError
+from semhuff.io_utils import check_writable
+from semhuff.model import FORMATS, Word2Vec, default_workers, resolve_format
+
+from .common import run_cli, setup_logging
+
+PROG = "semhuff-train"
+logger = logging.getLogger(PROG)
+BUILTIN_CORPORA = {"lee": "lee_background.cor"}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=PROG, description="Train word vectors (skip-gram or CBOW) with "
+                                "hierarchical softmax over a Huffman / SemHuff tree, or negative sampling.",
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("corpus", nargs="+", help="text file(s) or directory; 'lee' = gensim's lee_background.cor")
+    p.add_argument("-o", "--output", required=True, help="output file")
+    p.add_argument("--format", default="auto", choices=("auto",) + FORMATS,
+                   help="output format; auto: .npz model, .kv gensim KeyedVectors, .txt/.vec "
+                        "word2vec text, .bin word2vec binary, otherwise model")
+    p.add_argument("--save-model", metavar="PATH", help="also save the full model (.npz) to keep training later")
+    p.add_argument("--init-model", metavar="PATH", help="continue training this saved model (its vocabulary and settings)")
+    g = p.add_argument_group("model")
+    g.add_argument("--dim", "--size", "--vector-size", dest="dim", type=int, default=100, help="vector dimension")
+    g.add_argument("--window", type=int, default=5, help="maximum context half-width")
+    g.add_argument("--model", choices=("sg", "cbow"), default="sg", help="skip-gram or CBOW")
+    g.add_argument("--sg", dest="model", action="store_const", const="sg", help="same as --model sg")
+    g.add_argument("--cbow", dest="model", action="store_const", const="cbow", help="same as --model cbow")
+    g.add_argument("--loss", choices=("hs", "ns"), default="hs", help="hierarchical softmax or negative sampling")
+    g.add_argument("--negative", type=int, default=5, help="noise words per prediction (--loss ns)")
+    g.add_argument("--tree", default="huffman", help="tree for --loss hs: huffman or semhuff")
+    g.add_argument("--similarity", help="similarity knowledge for --tree semhuff: wordnet, a pairs file or a vectors file")
+    g = p.add_argument_group("vocabulary")
+    g.add_argument("--min-count", type=int, default=5, help="drop words seen fewer times")
+    g.add_argument("--max-vocab-size", type=int, help="prune while counting when the table exceeds this (word2vec.c)")
+    g.add_argument("--max-final-vocab", type=int, help="keep only the N most frequent words")
+    g.add_argument("--sample", type=float, default=1e-3, help="down-sampling threshold (0 = off)")
+    g.add_argument("--max-sentence-length", type=int, default=10_000, help="longer lines are cut into pieces (no token is dropped)")
+    g = p.add_argument_group("training")
+    g.add_argument("--epochs", "--iter", dest="epochs", type=int, default=5)
+    g.add_argument("--alpha", type=float, default=0.025, help="initial learning rate")
+    g.add_argument("--min-alpha", type=float, default=0.0001, help="final learning rate")
+    g.add_argument("--workers", "--threads", dest="workers", type=int, default=default_workers())
+    g.add_argument("--seed", type=int, default=1)
+    g = p.add_argument_group("output")
+    g.add_argument("--probe", nargs="*", metavar="WORD",
+                   help="print nearest neighbours of these words (default: a few frequent words)")
+    g.add_argument("--topn", type=int, default=5, help="neighbours per probe word")
+    g.add_argument("--no-progress", action="store_true", help="no progress bar")
+    g.add_argument("-q", "--quiet", action="count", default=0)
+    g.add_argument("-v", "--verbose", action="count", default=0)
+    return p
+
+
+def resolve_corpus(paths: List[str]) -> List[str]:
+    out = []
+    for path in paths:
+        if not os.path.exists(path) and path in BUILTIN_CORPORA:
+            from gensim.test.utils import datapath
+            path = datapath(BUILTIN_CORPORA[path])
+        out.append(path)
+    return out
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = build_parser().parse_args(argv)
+    setup_logging(args.verbose - args.quiet)
+    return run_cli(PROG, lambda: _run(args))
+
+
+def _run(args) -> int:
+    fmt = resolve_format(args.output, args.format)
+    check_writable(args.output)
+    if args.save_model:
+        check_writable(args.save_model)
+    corpus = resolve_corpus(args.corpus)
+    progress = not args.no_progress and args.quiet == 0
+    started = time.perf_counter()
+    if args.init_model:
+        model = Word2Vec.load(args.init_model, progress=progress)
+        model.workers = args.workers
+        report = model.train(corpus, epochs=args.epochs)
+    else:
+        model = Word2Vec(vector_size=args.dim, window=args.window, min_count=args.min_count,
+                         max_vocab_size=args.max_vocab_size, max_final_vocab=args.max_final_vocab,
+                         sample=args.sample, sg=args.model == "sg", loss=args.loss,
+                         negative=args.negative, tree=args.tree, similarity=args.similarity,
+                         alpha=args.alpha, min_alpha=args.min_alpha, epochs=args.epochs,
+                         workers=args.workers, seed=args.seed,
+                         max_sentence_length=args.max_sentence_length, progress=progress)
+        model.build_vocab(corpus)
+        report = model.train(corpus)
+    model.save_vectors(args.output, fmt)
+    if args.save_model:
+        model.save(args.save_model)
+    if args.quiet == 0:
+        _print_summary(model, report, args, fmt, time.perf_counter() - started)
+    return 0
+
+
+def _print_summary(model, report, args, fmt, seconds):
+    out = sys.stdout
+    print(f"vocabulary: {len(model.vocab):,} words (min_count {model.min_count}) from "
+          f"{model.vocab.total_tokens:,} tokens", file=out)
+    print(f"model: {'skip-gram' if model.sg else 'CBOW'}, {model.layer.describe()}, "
+          f"dim {model.vector_size}, window {model.window}", file=out)
+    print(f"training: {report.summary()}", file=out)
+    print(f"wrote {args.output} ({fmt})" + (f" and {args.save_model} (model)" if args.save_model else "")
+          + f"; total {seconds:.1f} s", file=out)
+    probes = args.probe if args.probe else _default_probes(model)
+    wv = model.wv
+    for word in probes:
+        if word not in wv.key_to_index:
+            print(f"  {word}: not in the vocabulary", file=out)
+            continue
+        near = ", ".join(f"{w} {s:.2f}" for w, s in wv.most_similar(word, topn=args.topn))
+        print(f"  {word} -> {near}", file=out)
+
+
+def _default_probes(model, n=4):
+    # a few frequent words that are not among the very top (function words say little)
+    words = model.vocab.words
+    picks = [w for w in words[50:400] if len(w) > 3][:n]
+    return picks or words[:n]
+
+
+if __name__ == "__main__":
+    sys.exit(main())

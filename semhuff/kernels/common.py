@@ -1,0 +1,124 @@
+"""Building blocks shared by the training kernels: the random stream, the sigmoid, the
+down-sampling + reduced-window bookkeeping. All small ``inline`` functions, so the kernels
+compile into one loop nest without calls on the hot path."""
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+# word2vec's linear congruential generator (java.util.Random's constants), on uint64.
+LCG_MUL = np.uint64(25214903917)
+LCG_ADD = np.uint64(11)
+
+# Sigmoid table, as word2vec: inputs clipped to [-MAX_EXP, MAX_EXP]. Values are taken at the
+# *centre* of each bin (word2vec samples the left edge, a bias of half a bin).
+MAX_EXP = 6.0
+SIGMOID_TABLE_SIZE = 1024
+
+
+def _make_sigmoid_table():
+    centres = (np.arange(SIGMOID_TABLE_SIZE) + 0.5) / SIGMOID_TABLE_SIZE * 2.0 * MAX_EXP - MAX_EXP
+    sig = 1.0 / (1.0 + np.exp(-centres))
+    # log(sigmoid(x)) at the same points, for the loss when the tabled sigmoid is used.
+    return sig.astype(np.float32), np.log(sig)
+
+
+SIGMOID_TABLE, LOG_SIGMOID_TABLE = _make_sigmoid_table()
+TABLE_SCALE = SIGMOID_TABLE_SIZE / (2.0 * MAX_EXP)
+
+
+@numba.njit(inline="always", nogil=True)
+def lcg_next(state):
+    return state * LCG_MUL + LCG_ADD
+
+
+@numba.njit(inline="always", nogil=True)
+def lcg_u32(state):
+    # The high bits of a power-of-two-modulus LCG are the random ones.
+    return np.uint32((state >> np.uint64(16)) & np.uint64(0xFFFFFFFF))
+
+
+@numba.njit(cache=True, nogil=True)
+def mix_seed(seed, a, b):
+    """A well-spread 64-bit stream seed from (seed, epoch, chunk): splitmix64 finaliser, so each
+    chunk's draws depend only on these numbers and not on which thread runs it."""
+    z = np.uint64(seed) * np.uint64(0x9E3779B97F4A7C15) + np.uint64(a) * np.uint64(0xBF58476D1CE4E5B9) \
+        + np.uint64(b) * np.uint64(0x94D049BB133111EB) + np.uint64(1)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+@numba.njit(inline="always", nogil=True)
+def log_sigmoid(x):
+    """log(1 / (1 + exp(-x))), stable for any x, in float64 (the loss is accumulated in float64)."""
+    if x >= 0:
+        return -np.log1p(np.exp(-x))
+    return x - np.log1p(np.exp(x))
+
+
+@numba.njit(inline="always", nogil=True)
+def subsample_sentence(ids, start, end, keep_thr, out, state):
+    """Copy ids[start:end] into ``out``, dropping each word w unless a uniform 32-bit draw is
+    below keep_thr[w] (word2vec's down-sampling). Returns (n_kept, state)."""
+    n = 0
+    for p in range(start, end):
+        w = ids[p]
+        thr = keep_thr[w]
+        if thr != np.uint32(0xFFFFFFFF):
+            state = lcg_next(state)
+            if lcg_u32(state) >= thr:
+                continue
+        out[n] = w
+        n += 1
+    return n, state
+
+
+@numba.njit(inline="always", nogil=True)
+def alpha_at(alpha0, min_alpha, done, total):
+    """Linear decay of the learning rate over all epochs, as word2vec: from alpha0 at the first
+    word to min_alpha at the last."""
+    frac = done / total
+    if frac > 1.0:
+        frac = 1.0
+    return alpha0 - (alpha0 - min_alpha) * frac
+
+
+@numba.njit(inline="always", nogil=True)
+def reduced_window(pos, n, window, state):
+    """word2vec's reduced window: the effective half-width is drawn uniformly from 1..window.
+    Returns (lo, hi, state) with context positions lo <= c < hi, c != pos."""
+    state = lcg_next(state)
+    b = np.int64(lcg_u32(state) % np.uint32(window))
+    lo = pos - window + b
+    if lo < 0:
+        lo = 0
+    hi = pos + window + 1 - b
+    if hi > n:
+        hi = n
+    return lo, hi, state
+
+
+@numba.njit(inline="always", nogil=True)
+def longest_sentence(bounds):
+    longest = 0
+    start = 0
+    for i in range(bounds.shape[0]):
+        if bounds[i] - start > longest:
+            longest = bounds[i] - start
+        start = bounds[i]
+    return longest
+
+
+@numba.njit(inline="always", nogil=True)
+def table_index(s):
+    """Bin of the sigmoid tables for a score strictly inside (-MAX_EXP, MAX_EXP)."""
+    return int((s + MAX_EXP) * TABLE_SCALE)
+
+
+@numba.njit(inline="always", nogil=True)
+def log_sigmoid_signed(logsig_table, idx, code):
+    """log sigmoid(+s) for code 0 and log sigmoid(-s) for code 1, from the table bin of s
+    (the table is symmetric: bin i of -s is bin SIZE-1-i of s). Branch-free on purpose: the
+    code bit is a coin flip, so a branch would mispredict half the time."""
+    return logsig_table[idx + code * (SIGMOID_TABLE_SIZE - 1 - 2 * idx)]

@@ -1,0 +1,170 @@
+"""Hierarchical-softmax training kernels (skip-gram and CBOW), one chunk of token ids per call.
+
+The kernels are specialised on the vector dimension (a compile-time constant makes every
+``for d in range(D)`` loop a fixed-length, fully vectorised one: about 1.35x faster at D=100
+than a run-time D). ``numba``'s disk cache keys closures by their captured constants, so each
+dimension is compiled once per machine, not once per process.
+
+Skip-gram follows word2vec: every context word's input vector predicts the centre word through
+the centre's path. All context words of one centre share that path, so they are processed as a
+batch (the p-tHSM formulation, Jiang et al.): for each path node, the scores of all contexts are
+taken against the node's *current* row, the row is then updated once with all their gradients,
+and each context vector receives its accumulated error after the whole path. Within one centre
+the contexts thus see the same node rows (a mini-batch of <= 2*window), where word2vec updates
+the row between contexts; across centres nothing changes. Measured: same loss and quality,
+1.4x the speed of the sequential order (docs/performance.md).
+
+Scores outside (-MAX_EXP, MAX_EXP) give no update, as in word2vec. The loss (negative
+log-likelihood, nats) is accumulated in float64 from a log-sigmoid table at the same bins, and
+exactly beyond the clip.
+"""
+from __future__ import annotations
+
+import functools
+
+import numba
+import numpy as np
+
+from .common import (LOG_SIGMOID_TABLE, MAX_EXP, SIGMOID_TABLE, alpha_at, log_sigmoid,
+                     log_sigmoid_signed, longest_sentence, reduced_window,
+                     subsample_sentence, table_index)
+
+
+@functools.lru_cache(maxsize=None)
+def sg_hs_kernel(dim: int):
+    D = int(dim)
+
+    @numba.njit(cache=True, nogil=True, fastmath=True)
+    def sg_hs(ids, bounds, syn0, syn1, points, codes, lengths, keep_thr, window,
+              alpha0, min_alpha, words_before, total_words, seed):
+        sig_table = SIGMOID_TABLE
+        logsig_table = LOG_SIGMOID_TABLE
+        state = np.uint64(seed)
+        sent = np.empty(longest_sentence(bounds), np.int32)
+        ctx = np.empty(2 * window, np.int32)
+        neu = np.empty((2 * window, D), np.float32)
+        prow = np.empty(D, np.float32)
+        g = np.empty(2 * window, np.float32)
+        loss = 0.0
+        pairs = 0
+        trained = 0
+        start = 0
+        for si in range(bounds.shape[0]):
+            end = bounds[si]
+            alpha = np.float32(alpha_at(alpha0, min_alpha, words_before + start, total_words))
+            n, state = subsample_sentence(ids, start, end, keep_thr, sent, state)
+            start = end
+            trained += n
+            for pos in range(n):
+                w = sent[pos]
+                lo, hi, state = reduced_window(pos, n, window, state)
+                k = 0
+                for c in range(lo, hi):
+                    if c != pos:
+                        ctx[k] = sent[c]
+                        k += 1
+                pairs += k
+                for j in range(k):
+                    for d in range(D):
+                        neu[j, d] = 0.0
+                for i in range(lengths[w]):
+                    node = points[w, i]
+                    code = codes[w, i]
+                    label = np.float32(1 - code)
+                    for d in range(D):
+                        prow[d] = syn1[node, d]
+                    for j in range(k):
+                        r = ctx[j]
+                        s = np.float32(0.0)
+                        for d in range(D):
+                            s += syn0[r, d] * prow[d]
+                        if s <= -MAX_EXP or s >= MAX_EXP:
+                            g[j] = 0.0
+                            loss -= log_sigmoid(np.float64(s) * (1 - 2 * code))
+                        else:
+                            idx = table_index(s)
+                            g[j] = (label - sig_table[idx]) * alpha
+                            loss -= log_sigmoid_signed(logsig_table, idx, code)
+                    for j in range(k):
+                        gj = g[j]
+                        r = ctx[j]
+                        for d in range(D):
+                            neu[j, d] += gj * prow[d]
+                        for d in range(D):
+                            syn1[node, d] += gj * syn0[r, d]
+                for j in range(k):
+                    r = ctx[j]
+                    for d in range(D):
+                        syn0[r, d] += neu[j, d]
+        return loss, pairs, trained
+
+    return sg_hs
+
+
+@functools.lru_cache(maxsize=None)
+def cbow_hs_kernel(dim: int):
+    D = int(dim)
+
+    @numba.njit(cache=True, nogil=True, fastmath=True)
+    def cbow_hs(ids, bounds, syn0, syn1, points, codes, lengths, keep_thr, window,
+                alpha0, min_alpha, words_before, total_words, seed):
+        sig_table = SIGMOID_TABLE
+        logsig_table = LOG_SIGMOID_TABLE
+        state = np.uint64(seed)
+        sent = np.empty(longest_sentence(bounds), np.int32)
+        neu1 = np.empty(D, np.float32)
+        neu1e = np.empty(D, np.float32)
+        loss = 0.0
+        pairs = 0
+        trained = 0
+        start = 0
+        for si in range(bounds.shape[0]):
+            end = bounds[si]
+            alpha = np.float32(alpha_at(alpha0, min_alpha, words_before + start, total_words))
+            n, state = subsample_sentence(ids, start, end, keep_thr, sent, state)
+            start = end
+            trained += n
+            for pos in range(n):
+                w = sent[pos]
+                lo, hi, state = reduced_window(pos, n, window, state)
+                count = hi - lo - 1
+                if count <= 0:
+                    continue
+                pairs += 1
+                # word2vec / gensim (cbow_mean=1): the hidden layer is the mean of the context
+                # vectors and every context vector receives the full error.
+                for d in range(D):
+                    neu1[d] = 0.0
+                    neu1e[d] = 0.0
+                for c in range(lo, hi):
+                    if c != pos:
+                        r = sent[c]
+                        for d in range(D):
+                            neu1[d] += syn0[r, d]
+                inv = np.float32(1.0 / count)
+                for d in range(D):
+                    neu1[d] *= inv
+                for i in range(lengths[w]):
+                    node = points[w, i]
+                    code = codes[w, i]
+                    s = np.float32(0.0)
+                    for d in range(D):
+                        s += neu1[d] * syn1[node, d]
+                    if s <= -MAX_EXP or s >= MAX_EXP:
+                        loss -= log_sigmoid(np.float64(s) * (1 - 2 * code))
+                        continue
+                    idx = table_index(s)
+                    gg = (np.float32(1 - code) - sig_table[idx]) * alpha
+                    loss -= log_sigmoid_signed(logsig_table, idx, code)
+                    for d in range(D):
+                        neu1e[d] += gg * syn1[node, d]
+                    for d in range(D):
+                        syn1[node, d] += gg * neu1[d]
+                for c in range(lo, hi):
+                    if c != pos:
+                        r = sent[c]
+                        for d in range(D):
+                            syn0[r, d] += neu1e[d]
+        return loss, pairs, trained
+
+    return cbow_hs

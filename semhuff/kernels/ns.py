@@ -1,0 +1,205 @@
+"""Negative-sampling training kernels (skip-gram and CBOW), word2vec semantics.
+
+Each (context, centre) pair draws ``negative`` fresh noise words from the unigram^0.75
+distribution. Noise words are drawn with Walker's alias method (O(1) a draw, 2 arrays of V
+entries) instead of word2vec's 1e8-entry table or gensim's binary search over a cumulative
+table. Scores beyond +-MAX_EXP are clipped (the gradient saturates), as in word2vec.
+"""
+from __future__ import annotations
+
+import functools
+
+import numba
+import numpy as np
+
+from .common import (LOG_SIGMOID_TABLE, MAX_EXP, SIGMOID_TABLE, alpha_at, lcg_next, lcg_u32,
+                     log_sigmoid, longest_sentence, reduced_window, subsample_sentence, table_index)
+
+
+@numba.njit(cache=True, nogil=True)
+def build_alias_table(weights):
+    """Walker/Vose alias table for sampling index i with probability weights[i] / sum.
+    Returns (threshold uint32, alias int32): draw i uniformly, keep it if a 32-bit random
+    number is below threshold[i], otherwise take alias[i]."""
+    n = weights.shape[0]
+    scaled = weights / weights.sum() * n
+    threshold = np.empty(n, np.uint32)
+    alias = np.arange(n).astype(np.int32)
+    small = np.empty(n, np.int64)
+    large = np.empty(n, np.int64)
+    ns = 0
+    nl = 0
+    for i in range(n):
+        if scaled[i] < 1.0:
+            small[ns] = i
+            ns += 1
+        else:
+            large[nl] = i
+            nl += 1
+    prob = scaled.copy()
+    while ns > 0 and nl > 0:
+        ns -= 1
+        s = small[ns]
+        l = large[nl - 1]
+        alias[s] = l
+        prob[l] = prob[l] + prob[s] - 1.0
+        if prob[l] < 1.0:
+            nl -= 1
+            small[ns] = l
+            ns += 1
+    for i in range(n):
+        p = prob[i] if alias[i] != i else 1.0
+        threshold[i] = np.uint32(min(p * 4294967296.0, 4294967295.0))
+    return threshold, alias
+
+
+@numba.njit(inline="always", nogil=True)
+def draw_noise(alias_thr, alias_idx, state):
+    state = lcg_next(state)
+    i = np.int64(lcg_u32(state) % np.uint32(alias_idx.shape[0]))
+    state = lcg_next(state)
+    if lcg_u32(state) >= alias_thr[i]:
+        i = alias_idx[i]
+    return i, state
+
+
+@numba.njit(inline="always", nogil=True)
+def _gradient_and_loss(s, label, alpha, sig_table, logsig_table):
+    if s >= MAX_EXP:
+        f = np.float32(1.0)
+    elif s <= -MAX_EXP:
+        f = np.float32(0.0)
+    else:
+        f = sig_table[table_index(s)]
+    if s >= MAX_EXP or s <= -MAX_EXP:
+        nll = -log_sigmoid(np.float64(s) if label > 0.5 else -np.float64(s))
+    else:
+        idx = table_index(s)
+        nll = -logsig_table[idx] if label > 0.5 else -logsig_table[logsig_table.shape[0] - 1 - idx]
+    return (label - f) * alpha, nll
+
+
+@functools.lru_cache(maxsize=None)
+def sg_ns_kernel(dim: int):
+    D = int(dim)
+
+    @numba.njit(cache=True, nogil=True, fastmath=True)
+    def sg_ns(ids, bounds, syn0, syn1neg, alias_thr, alias_idx, negative, keep_thr, window,
+              alpha0, min_alpha, words_before, total_words, seed):
+        sig_table = SIGMOID_TABLE
+        logsig_table = LOG_SIGMOID_TABLE
+        state = np.uint64(seed)
+        sent = np.empty(longest_sentence(bounds), np.int32)
+        neu1e = np.empty(D, np.float32)
+        loss = 0.0
+        pairs = 0
+        trained = 0
+        start = 0
+        for si in range(bounds.shape[0]):
+            end = bounds[si]
+            alpha = np.float32(alpha_at(alpha0, min_alpha, words_before + start, total_words))
+            n, state = subsample_sentence(ids, start, end, keep_thr, sent, state)
+            start = end
+            trained += n
+            for pos in range(n):
+                w = sent[pos]
+                lo, hi, state = reduced_window(pos, n, window, state)
+                for c in range(lo, hi):
+                    if c == pos:
+                        continue
+                    r = sent[c]
+                    pairs += 1
+                    for d in range(D):
+                        neu1e[d] = 0.0
+                    for t in range(negative + 1):
+                        if t == 0:
+                            target = w
+                            label = np.float32(1.0)
+                        else:
+                            target, state = draw_noise(alias_thr, alias_idx, state)
+                            if target == w:
+                                continue
+                            label = np.float32(0.0)
+                        s = np.float32(0.0)
+                        for d in range(D):
+                            s += syn0[r, d] * syn1neg[target, d]
+                        gg, nll = _gradient_and_loss(s, label, alpha, sig_table, logsig_table)
+                        loss += nll
+                        for d in range(D):
+                            neu1e[d] += gg * syn1neg[target, d]
+                        for d in range(D):
+                            syn1neg[target, d] += gg * syn0[r, d]
+                    for d in range(D):
+                        syn0[r, d] += neu1e[d]
+        return loss, pairs, trained
+
+    return sg_ns
+
+
+@functools.lru_cache(maxsize=None)
+def cbow_ns_kernel(dim: int):
+    D = int(dim)
+
+    @numba.njit(cache=True, nogil=True, fastmath=True)
+    def cbow_ns(ids, bounds, syn0, syn1neg, alias_thr, alias_idx, negative, keep_thr, window,
+                alpha0, min_alpha, words_before, total_words, seed):
+        sig_table = SIGMOID_TABLE
+        logsig_table = LOG_SIGMOID_TABLE
+        state = np.uint64(seed)
+        sent = np.empty(longest_sentence(bounds), np.int32)
+        neu1 = np.empty(D, np.float32)
+        neu1e = np.empty(D, np.float32)
+        loss = 0.0
+        pairs = 0
+        trained = 0
+        start = 0
+        for si in range(bounds.shape[0]):
+            end = bounds[si]
+            alpha = np.float32(alpha_at(alpha0, min_alpha, words_before + start, total_words))
+            n, state = subsample_sentence(ids, start, end, keep_thr, sent, state)
+            start = end
+            trained += n
+            for pos in range(n):
+                w = sent[pos]
+                lo, hi, state = reduced_window(pos, n, window, state)
+                count = hi - lo - 1
+                if count <= 0:
+                    continue
+                pairs += 1
+                for d in range(D):
+                    neu1[d] = 0.0
+                    neu1e[d] = 0.0
+                for c in range(lo, hi):
+                    if c != pos:
+                        r = sent[c]
+                        for d in range(D):
+                            neu1[d] += syn0[r, d]
+                inv = np.float32(1.0 / count)
+                for d in range(D):
+                    neu1[d] *= inv
+                for t in range(negative + 1):
+                    if t == 0:
+                        target = w
+                        label = np.float32(1.0)
+                    else:
+                        target, state = draw_noise(alias_thr, alias_idx, state)
+                        if target == w:
+                            continue
+                        label = np.float32(0.0)
+                    s = np.float32(0.0)
+                    for d in range(D):
+                        s += neu1[d] * syn1neg[target, d]
+                    gg, nll = _gradient_and_loss(s, label, alpha, sig_table, logsig_table)
+                    loss += nll
+                    for d in range(D):
+                        neu1e[d] += gg * syn1neg[target, d]
+                    for d in range(D):
+                        syn1neg[target, d] += gg * neu1[d]
+                for c in range(lo, hi):
+                    if c != pos:
+                        r = sent[c]
+                        for d in range(D):
+                            syn0[r, d] += neu1e[d]
+        return loss, pairs, trained
+
+    return cbow_ns

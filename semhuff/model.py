@@ -1,0 +1,318 @@
+"""``Word2Vec``: the public API (close to gensim's) tying the data flow together:
+corpus -> vocab -> tree -> output layer + trainer kernel -> vectors -> export."""
+from __future__ import annotations
+
+import io
+import json
+import logging
+import os
+from typing import Iterable, List, Optional, Sequence, Union
+
+import numpy as np
+
+from .corpus import DEFAULT_MAX_SENTENCE_LENGTH, Corpus, as_corpus
+from .errors import SemhuffError
+from .io_utils import atomic_output, check_writable
+from .output_layers import HierarchicalSoftmax, NegativeSampling, OutputLayer
+from .trainer import TrainReport, TrainSettings, train
+from .tree import Tree
+from .vocab import Vocab
+
+logger = logging.getLogger(__name__)
+
+FORMATS = ("model", "kv", "text", "binary")
+_EXTENSIONS = {".npz": "model", ".kv": "kv", ".txt": "text", ".vec": "text", ".bin": "binary"}
+MODEL_FORMAT_VERSION = 1
+
+
+class OptionError(SemhuffError):
+    pass
+
+
+def default_workers() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def _check_options(vector_size, window, min_count, sample, alpha, min_alpha, epochs, workers,
+                   loss, negative, max_sentence_length, max_vocab_size):
+    def need(cond, msg):
+        if not cond:
+            raise OptionError(msg)
+    need(isinstance(vector_size, (int, np.integer)) and vector_size >= 1, f"vector_size must be a positive integer, got {vector_size!r}")
+    need(vector_size <= 10_000, f"vector_size {vector_size} is unreasonably large (max 10000)")
+    need(isinstance(window, (int, np.integer)) and window >= 1, f"window must be a positive integer, got {window!r}")
+    need(isinstance(min_count, (int, np.integer)) and min_count >= 1, f"min_count must be >= 1, got {min_count!r}")
+    need(np.isfinite(sample) and sample >= 0, f"sample must be >= 0, got {sample!r}")
+    need(np.isfinite(alpha) and alpha > 0, f"alpha must be > 0, got {alpha!r}")
+    need(np.isfinite(min_alpha) and 0 <= min_alpha <= alpha, f"min_alpha must be in [0, alpha], got {min_alpha!r}")
+    need(isinstance(epochs, (int, np.integer)) and epochs >= 1, f"epochs must be >= 1, got {epochs!r}")
+    need(isinstance(workers, (int, np.integer)) and workers >= 1, f"workers must be >= 1, got {workers!r}")
+    need(loss in ("hs", "ns"), f"loss must be 'hs' or 'ns', got {loss!r}")
+    need(loss != "ns" or (isinstance(negative, (int, np.integer)) and negative >= 1),
+         f"negative sampling needs negative >= 1, got {negative!r}")
+    need(max_sentence_length >= 1, "max_sentence_length must be >= 1")
+    need(max_vocab_size is None or max_vocab_size >= 1, "max_vocab_size must be >= 1")
+
+
+class Word2Vec:
+    """Skip-gram / CBOW word vectors trained with hierarchical softmax over any tree, or with
+    negative sampling.
+
+    >>> model = Word2Vec("corpus.txt.gz", vector_size=100, epochs=5)   # doctest: +SKIP
+    >>> model.wv.most_similar("king")                                    # doctest: +SKIP
+
+    ``sentences`` is a path (file or directory; plain, gzip, bz2 or xz text), a list of paths,
+    or any re-iterable of token lists (the gensim convention). Given one, the vocabulary is
+    built and training runs at once.
+    """
+
+    def __init__(self, sentences=None, *, vector_size: int = 100, window: int = 5,
+                 min_count: int = 5, max_vocab_size: Optional[int] = None,
+                 max_final_vocab: Optional[int] = None, sample: float = 1e-3, sg: int = 1,
+                 loss: str = "hs", negative: int = 5, ns_exponent: float = 0.75,
+                 tree: Union[str, Tree] = "huffman", similarity=None, alpha: float = 0.025,
+                 min_alpha: float = 0.0001, epochs: int = 5, workers: Optional[int] = None,
+                 seed: int = 1, max_sentence_length: int = DEFAULT_MAX_SENTENCE_LENGTH,
+                 chunk_words: int = 100_000, progress: bool = True):
+        workers = default_workers() if workers is None else workers
+        _check_options(vector_size, window, min_count, sample, alpha, min_alpha, epochs,
+                       workers, loss, negative, max_sentence_length, max_vocab_size)
+        self.vector_size = int(vector_size)
+        self.window = int(window)
+        self.min_count = int(min_count)
+        self.max_vocab_size = max_vocab_size
+        self.max_final_vocab = max_final_vocab
+        self.sample = float(sample)
+        self.sg = int(bool(sg))
+        self.loss = loss
+        self.negative = int(negative)
+        self.ns_exponent = float(ns_exponent)
+        self.tree_spec = tree
+        self.similarity = similarity
+        self.alpha = float(alpha)
+        self.min_alpha = float(min_alpha)
+        self.epochs = int(epochs)
+        self.workers = int(workers)
+        self.seed = int(seed)
+        self.max_sentence_length = int(max_sentence_length)
+        self.chunk_words = int(chunk_words)
+        self.progress = progress
+        self.vocab: Optional[Vocab] = None
+        self.syn0: Optional[np.ndarray] = None
+        self.layer: Optional[OutputLayer] = None
+        self.reports: List[TrainReport] = []
+        self._wv = None
+        if sentences is not None:
+            corpus = as_corpus(sentences, self.max_sentence_length)
+            self.build_vocab(corpus)
+            self.train(corpus)
+
+    # -- data flow --------------------------------------------------------------------------------
+    def build_vocab(self, sentences) -> Vocab:
+        """Scan the corpus, build the vocabulary, the tree and freshly initialised weights."""
+        corpus = as_corpus(sentences, self.max_sentence_length)
+        bar = _scan_bar(self.progress)
+        try:
+            self.vocab = Vocab.build(corpus, self.min_count, self.max_vocab_size,
+                                     self.max_final_vocab, progress=bar.update)
+        finally:
+            bar.close()
+        stats = getattr(corpus, "stats", None)
+        if stats is not None and stats.invalid_utf8:
+            logger.warning("%d invalid UTF-8 sequences were replaced by U+FFFD", stats.invalid_utf8)
+        if len(self.vocab) < 2 and self.loss == "hs":
+            raise SemhuffError(f"hierarchical softmax needs at least 2 words in the vocabulary, "
+                               f"got {len(self.vocab)} (lower min_count?)")
+        self.layer = self._make_layer()
+        self._init_weights()
+        return self.vocab
+
+    def _make_layer(self) -> OutputLayer:
+        if self.loss == "ns":
+            return NegativeSampling(self.vocab.counts, self.negative, self.ns_exponent)
+        return HierarchicalSoftmax(self._make_tree())
+
+    def _make_tree(self) -> Tree:
+        spec = self.tree_spec
+        if isinstance(spec, Tree):
+            if spec.n_words != len(self.vocab):
+                raise SemhuffError(f"the given tree has {spec.n_words} leaves but the vocabulary "
+                                   f"has {len(self.vocab)} words")
+            return spec
+        if spec == "huffman":
+            from .trees.huffman import build_huffman
+            return build_huffman(self.vocab.counts)
+        try:
+            from .trees import make_tree
+        except ImportError:
+            raise SemhuffError(f"unknown tree kind {spec!r}") from None
+        return make_tree(spec, self.vocab, similarity=self.similarity)
+
+    def _init_weights(self) -> None:
+        # word2vec's initialisation: uniform in [-0.5, 0.5) / dim, output layer at zero.
+        rng = np.random.default_rng(self.seed)
+        V, D = len(self.vocab), self.vector_size
+        self.syn0 = ((rng.random((V, D), dtype=np.float32) - np.float32(0.5)) / np.float32(D))
+        self.layer.allocate(V, D)
+        self._wv = None
+
+    def train(self, sentences=None, epochs: Optional[int] = None, corpus_file=None) -> TrainReport:
+        """Train (or keep training) on ``sentences``; the learning rate decays linearly from
+        ``alpha`` to ``min_alpha`` over these ``epochs``. Returns the ``TrainReport``."""
+        if self.vocab is None:
+            raise SemhuffError("build_vocab() must run before train()")
+        source = sentences if sentences is not None else corpus_file
+        if source is None:
+            raise SemhuffError("train() needs a corpus")
+        corpus = as_corpus(source, self.max_sentence_length)
+        epochs = self.epochs if epochs is None else int(epochs)
+        if epochs < 1:
+            raise OptionError("epochs must be >= 1")
+        settings = TrainSettings(sg=bool(self.sg), window=self.window, alpha=self.alpha,
+                                 min_alpha=self.min_alpha, epochs=epochs, workers=self.workers,
+                                 seed=self.seed + len(self.reports), chunk_words=self.chunk_words,
+                                 progress=self.progress)
+        logger.info("training %s, %s, dim %d, window %d, %d epochs, %d workers",
+                    "skip-gram" if self.sg else "CBOW", self.layer.describe(), self.vector_size,
+                    self.window, epochs, self.workers)
+        report = train(self.syn0, self.layer, self.vocab.keep_thresholds(self.sample), corpus,
+                       self.vocab.index, self.vocab.retained_tokens, self.vocab.total_tokens,
+                       settings, model=self)
+        if report.raw_words == 0:
+            raise SemhuffError("the corpus yielded no tokens during training")
+        self.reports.append(report)
+        self._wv = None
+        logger.info("%s", report.summary())
+        return report
+
+    # -- vectors ------------------------------------------------------------------------------------
+    @property
+    def wv(self):
+        """The word vectors as a gensim ``KeyedVectors`` (a copy, refreshed after training)."""
+        if self._wv is None:
+            self._wv = to_keyed_vectors(self.vocab, self.syn0)
+        return self._wv
+
+    @property
+    def tree(self) -> Optional[Tree]:
+        return getattr(self.layer, "tree", None)
+
+    # -- persistence --------------------------------------------------------------------------------
+    def params(self) -> dict:
+        return {k: getattr(self, k) for k in (
+            "vector_size", "window", "min_count", "max_vocab_size", "max_final_vocab", "sample",
+            "sg", "loss", "negative", "ns_exponent", "alpha", "min_alpha", "epochs", "workers",
+            "seed", "max_sentence_length", "chunk_words")}
+
+    def save(self, path: str) -> None:
+        """The full model (vectors, output weights, tree, vocabulary, settings) as one ``.npz``
+        file that ``Word2Vec.load`` reads back and can keep training."""
+        meta = {"format_version": MODEL_FORMAT_VERSION, "params": self.params(),
+                "tree": self.tree.kind if self.tree is not None else None,
+                "total_tokens": self.vocab.total_tokens,
+                "trained_epochs": sum(len(r.epochs) for r in self.reports)}
+        arrays = {"syn0": self.syn0, "vocab_counts": self.vocab.counts,
+                  "vocab_words": _pack_words(self.vocab.words),
+                  "meta": np.array(json.dumps(meta))}
+        arrays.update(self.layer.state())
+        with atomic_output(path) as fh:
+            np.savez(fh, **arrays)
+
+    @classmethod
+    def load(cls, path: str, progress: bool = True) -> "Word2Vec":
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                meta = json.loads(str(data["meta"]))
+                params = meta["params"]
+                model = cls(**params, progress=progress)
+                words = _unpack_words(data["vocab_words"])
+                model.vocab = Vocab(words, data["vocab_counts"], meta["total_tokens"], params["min_count"])
+                if params["loss"] == "hs":
+                    model.tree_spec = Tree.from_arrays(data)
+                model.layer = model._make_layer()
+                model.syn0 = np.ascontiguousarray(data["syn0"])
+                model.layer.weights = np.ascontiguousarray(data["output_weights"])
+        except (OSError, KeyError, ValueError) as exc:
+            raise SemhuffError(f"not a semhuff model file: {path} ({exc})") from None
+        return model
+
+    def save_vectors(self, path: str, fmt: str = "auto") -> str:
+        """Write the vectors: ``model`` (.npz, this full model), ``kv`` (gensim KeyedVectors),
+        ``text`` / ``binary`` (word2vec formats). ``auto`` picks by extension. Atomic."""
+        fmt = resolve_format(path, fmt)
+        if fmt == "model":
+            self.save(path)
+        else:
+            save_keyed_vectors(self.wv, path, fmt)
+        return fmt
+
+
+def resolve_format(path: str, fmt: str = "auto") -> str:
+    if fmt == "auto":
+        return _EXTENSIONS.get(os.path.splitext(path)[1].lower(), "model")
+    if fmt not in FORMATS:
+        raise OptionError(f"unknown output format {fmt!r} (choose from {', '.join(FORMATS)})")
+    return fmt
+
+
+def to_keyed_vectors(vocab: Vocab, vectors: np.ndarray):
+    from gensim.models import KeyedVectors
+    kv = KeyedVectors(vectors.shape[1], count=len(vocab), dtype=np.float32)
+    kv.index_to_key = list(vocab.words)
+    kv.key_to_index = dict(vocab.index)
+    kv.vectors = np.array(vectors, dtype=np.float32, copy=True)
+    kv.allocate_vecattrs(["count"], [np.int64])
+    kv.expandos["count"][:] = vocab.counts
+    return kv
+
+
+def save_keyed_vectors(kv, path: str, fmt: str) -> None:
+    """gensim formats, written to a temp file and renamed into place."""
+    with atomic_output(path) as fh:
+        if fmt == "kv":
+            kv.save(fh, separately=[])
+        else:
+            kv.save_word2vec_format(fh, binary=(fmt == "binary"))
+
+
+def load_vectors(path: str):
+    """Any vectors file -> gensim ``KeyedVectors``: a semhuff model (.npz), a gensim
+    KeyedVectors pickle, or word2vec text / binary (told apart by content, not by name)."""
+    from gensim.models import KeyedVectors
+    if not os.path.isfile(path):
+        raise SemhuffError(f"vectors file not found: {path}")
+    with open(path, "rb") as fh:
+        head = fh.read(4096)
+    try:
+        if head.startswith(b"PK"):
+            return Word2Vec.load(path, progress=False).wv
+        if head[:1] == b"\x80":
+            return KeyedVectors.load(path)
+        first_line, _, rest = head.partition(b"\n")
+        binary = _looks_binary(rest)
+        return KeyedVectors.load_word2vec_format(path, binary=binary, unicode_errors="replace")
+    except SemhuffError:
+        raise
+    except Exception as exc:  # gensim raises many kinds on malformed input
+        raise SemhuffError(f"cannot read vectors from {path}: {exc}") from None
+
+
+def _looks_binary(sample: bytes) -> bool:
+    return any(b < 9 or 13 < b < 32 for b in sample[:1024] if b not in (0x1b,)) or b"\x00" in sample
+
+
+def _pack_words(words: Sequence[str]) -> np.ndarray:
+    return np.frombuffer("\n".join(words).encode("utf-8"), dtype=np.uint8)
+
+
+def _unpack_words(blob: np.ndarray) -> List[str]:
+    text = blob.tobytes().decode("utf-8")
+    return text.split("\n") if text else []
+
+
+def _scan_bar(enabled: bool):
+    from tqdm.auto import tqdm
+    return tqdm(unit="w", unit_scale=True, desc="vocabulary", disable=not enabled, leave=False)

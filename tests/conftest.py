@@ -1,0 +1,37 @@
+import os
+
+import numpy as np
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DATA = os.environ.get("SEMHUFF_DATA", os.path.join(REPO, "..", "shared", "data"))
+CORPUS = os.path.join(DATA, "corpus", "corpus.txt.gz")
+
+
+@pytest.fixture
+def shared_corpus():
+    if not os.path.exists(CORPUS):
+        pytest.skip(f"shared corpus not found at {CORPUS} (set SEMHUFF_DATA)")
+    return CORPUS
+
+
+@pytest.fixture(scope="session")
+def lee_path():
+    from gensim.test.utils import datapath
+    return datapath("lee_background.cor")
+
+
+def zipf_corpus(n_tokens=600, vocab=30, n_sentences=4, seed=0):
+    """Token ids drawn from a Zipf-like law, cut into sentences; for kernel tests."""
+    rng = np.random.default_rng(seed)
+    p = 1.0 / np.arange(1, vocab + 1)
+    p /= p.sum()
+    ids = rng.choice(vocab, size=n_tokens, p=p).astype(np.int32)
+    cuts = np.sort(rng.choice(np.arange(1, n_tokens), size=n_sentences - 1, replace=False))
+    bounds = np.append(cuts, n_tokens).astype(np.int64)
+    counts = np.bincount(ids, minlength=vocab)
+    # ids must be frequency-sorted like a Vocab's: relabel by descending count
+    order = np.argsort(-counts, kind="stable")
+    relabel = np.empty(vocab, np.int32)
+    relabel[order] = np.arange(vocab)
+    return relabel[ids], bounds, np.maximum(counts[order], 1)
