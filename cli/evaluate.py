@@ -176,7 +176,11 @@ def main(argv=None) -> int:
     if not models:
         return 2
 
-    report = run_suite(models, config, progress=not args.quiet, threads=args.threads)
+    try:
+        report = run_suite(models, config, progress=not args.quiet, threads=args.threads)
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted; no output was written", file=sys.stderr)
+        return 130
     sys.stdout.write(format_text(report))
     print(f"\nevaluated {len(models)} model(s) in {report.seconds:.1f} s", file=sys.stderr)
     try:

@@ -114,10 +114,11 @@ def test_3cosadd_predictions_match_gensim_most_similar(kv):
         assert kv.index_to_key[p].upper() == best.upper()
 
 
-def naive_3cosmul(vectors, a, b, c, eps=1e-3):
-    def cos(u, v):
-        return sum(x * y for x, y in zip(u, v)) / math.sqrt(sum(x * x for x in u) * sum(y * y for y in v))
+def cos(u, v):
+    return sum(x * y for x, y in zip(u, v)) / math.sqrt(sum(x * x for x in u) * sum(y * y for y in v))
 
+
+def naive_3cosmul(vectors, a, b, c, eps=1e-3):
     best, best_score = None, -math.inf
     for d in range(len(vectors)):
         if d in (a, b, c):
@@ -158,9 +159,6 @@ def test_case_variants_are_never_answers_and_count_as_the_word(kv):
 # ---------------------------------------------------------------- synonyms: MR / MRR
 
 def naive_rank(vectors, a, b, candidates):
-    def cos(u, v):
-        return sum(x * y for x, y in zip(u, v)) / math.sqrt(sum(x * x for x in u) * sum(y * y for y in v))
-
     target = cos(vectors[a], vectors[b])
     others = [cos(vectors[a], vectors[c]) for c in candidates if c not in (a, b)]
     return 1 + sum(s > target for s in others) + sum(s == target for s in others) / 2

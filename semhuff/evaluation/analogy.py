@@ -120,9 +120,10 @@ def evaluate_analogies(lookup: Lookup, data: Parsed, name: str = "google", metho
     logger.info("%s: %d of %d questions in the vocabulary", name, len(known), totals.sum())
 
     groups = [(f"{name}:{s.name}", np.array([i])) for i, s in enumerate(sections)]
-    semantic = np.array([i for i, s in enumerate(sections) if not s.syntactic])
-    syntactic = np.array([i for i, s in enumerate(sections) if s.syntactic])
-    groups += [(f"{name}:semantic", semantic), (f"{name}:syntactic", syntactic)] if len(semantic) and len(syntactic) else []
+    semantic = np.array([i for i, s in enumerate(sections) if not s.syntactic], dtype=np.int64)
+    syntactic = np.array([i for i, s in enumerate(sections) if s.syntactic], dtype=np.int64)
+    if len(semantic) and len(syntactic):
+        groups += [(f"{name}:semantic", semantic), (f"{name}:syntactic", syntactic)]
     groups.append((name, np.arange(len(sections))))
 
     scores = []

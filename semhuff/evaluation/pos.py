@@ -295,6 +295,7 @@ def evaluate_pos(lookup: Lookup, corpus: PosCorpus, window: int = DEFAULT_WINDOW
                 len(y_train), details["seconds"])
     n_test, n_oov = len(y_test), int(oov.sum())
     details["oov_tokens"] = n_oov
+    details["accuracy_in_vocabulary"] = ratio(int(right[~oov].sum()), n_test - n_oov)
     return [
         Score(TASK, corpus.name, "accuracy", float(right.mean()), covered=n_test, total=n_test, details=details),
         Score(TASK, corpus.name, "accuracy-oov", ratio(int(right[oov].sum()), n_oov), covered=n_oov,

@@ -101,8 +101,22 @@ def _notes(report: Report) -> list[str]:
         if problems:
             notes.append(f"{model.name}: skipped while loading: "
                          + ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in problems.items()))
+    notes += _pos_baselines(report)
     notes += report.skipped
     return ([""] + notes) if notes else []
+
+
+def _pos_baselines(report: Report) -> list[str]:
+    """The POS baselines depend on the data split only: one line per corpus."""
+    lines = {}
+    for model in report.models:
+        for s in model.scores:
+            if s.task == "pos" and s.metric == "accuracy" and s.dataset not in lines:
+                d = s.details
+                lines[s.dataset] = (f"POS {s.dataset} baselines ({d['train_tokens']} train tokens): majority tag "
+                                    f"{d['majority_tag_accuracy']:.4f}, per-word most frequent tag "
+                                    f"{d['word_most_frequent_tag_accuracy']:.4f}")
+    return list(lines.values())
 
 
 def to_json(report: Report) -> dict:
