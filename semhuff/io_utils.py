@@ -47,6 +47,24 @@ def atomic_output(path: str, mode: str = "wb"):
         raise
 
 
+@contextlib.contextmanager
+def atomic_path(path: str):
+    """Like ``atomic_output`` for writers that insist on a file name (gensim's): yield a temp
+    path beside ``path`` and rename it into place on success."""
+    path = os.fspath(path)
+    check_writable(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=folder)
+    os.close(fd)
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
 def atomic_write_npz(path: str, arrays: dict) -> None:
     with atomic_output(path, "wb") as fh:
         np.savez(fh, **arrays)

@@ -12,7 +12,7 @@ import numpy as np
 
 from .corpus import DEFAULT_MAX_SENTENCE_LENGTH, Corpus, as_corpus
 from .errors import SemhuffError
-from .io_utils import atomic_output, check_writable
+from .io_utils import atomic_output, atomic_path
 from .output_layers import HierarchicalSoftmax, NegativeSampling, OutputLayer
 from .trainer import TrainReport, TrainSettings, train
 from .tree import Tree
@@ -271,11 +271,12 @@ def to_keyed_vectors(vocab: Vocab, vectors: np.ndarray):
 
 def save_keyed_vectors(kv, path: str, fmt: str) -> None:
     """gensim formats, written to a temp file and renamed into place."""
-    with atomic_output(path) as fh:
-        if fmt == "kv":
+    if fmt == "kv":
+        with atomic_output(path) as fh:
             kv.save(fh, separately=[])
-        else:
-            kv.save_word2vec_format(fh, binary=(fmt == "binary"))
+    else:
+        with atomic_path(path) as tmp:
+            kv.save_word2vec_format(tmp, binary=(fmt == "binary"))
 
 
 def load_vectors(path: str):

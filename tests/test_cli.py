@@ -1,0 +1,80 @@
+"""semhuff-train as a user meets it: bad input gives one line on stderr and exit code 2, and
+never leaves a partial output file or destroys an existing one."""
+import os
+import subprocess
+import sys
+
+import pytest
+from gensim.models import KeyedVectors
+
+from semhuff.cli.train import main  # the top-level cli/ folder, installed as semhuff.cli
+
+FAST = ["--epochs", "1", "--dim", "16", "--no-progress", "-q", "--workers", "1"]
+
+
+def run(argv, capsys):
+    code = main(argv)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_trains_and_writes_word2vec_binary(tmp_path, capsys, lee_path):
+    out = tmp_path / "v.bin"
+    code, _, err = run([lee_path, "-o", str(out), *FAST], capsys)
+    assert code == 0, err
+    kv = KeyedVectors.load_word2vec_format(str(out), binary=True)
+    assert kv.vector_size == 16 and len(kv) > 1000
+
+
+def test_summary_prints_neighbours(tmp_path, capsys):
+    code, out, err = run(["lee", "-o", str(tmp_path / "v.kv"), "--epochs", "1", "--dim", "16",
+                          "--no-progress", "--probe", "government", "zzzunknown"], capsys)
+    assert code == 0, err
+    assert "government ->" in out and "zzzunknown: not in the vocabulary" in out
+
+
+@pytest.mark.parametrize("setup,extra,message", [
+    ("missing", [], "corpus not found"),
+    ("empty", [], "no tokens"),
+    ("binary", [], "binary"),
+    ("rare", ["--min-count", "50"], "min_count=50"),
+    ("ok", ["--window", "0"], "window"),
+    ("ok", ["--alpha", "-0.1"], "alpha"),
+    ("ok", ["--loss", "ns", "--negative", "0"], "negative"),
+    ("ok", ["--dim", "0"], "vector_size"),
+])
+def test_bad_input_one_line_exit_2_no_output(tmp_path, capsys, setup, extra, message):
+    corpus = tmp_path / "corpus.txt"
+    if setup == "empty":
+        corpus.write_text("")
+    elif setup == "binary":
+        corpus.write_bytes(bytes(range(256)) * 10)
+    elif setup in ("rare", "ok"):
+        corpus.write_text("some words here and there\n" * 20)
+    out = tmp_path / "out.bin"
+    code, _, err = run([str(corpus), "-o", str(out), *FAST, *extra], capsys)
+    assert code == 2
+    assert message in err and len(err.strip().splitlines()) == 1
+    assert not out.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ([] if setup == "missing" else ["corpus.txt"])
+
+
+def test_unwritable_output_fails_before_training(tmp_path, capsys, lee_path):
+    code, _, err = run([lee_path, "-o", str(tmp_path / "no" / "such" / "dir.bin"), *FAST], capsys)
+    assert code == 2 and "output directory does not exist" in err
+
+
+def test_failed_run_keeps_the_users_existing_file(tmp_path, capsys):
+    out = tmp_path / "precious.bin"
+    out.write_bytes(b"old vectors")
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("a b c\n")
+    code, _, _ = run([str(corpus), "-o", str(out), *FAST, "--min-count", "5"], capsys)
+    assert code == 2 and out.read_bytes() == b"old vectors"
+
+
+def test_console_script_has_no_traceback(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "semhuff.cli.train", str(tmp_path / "nope.txt"),
+                           "-o", str(tmp_path / "x.bin")], capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr and "corpus not found" in proc.stderr
