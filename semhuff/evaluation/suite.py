@@ -56,6 +56,8 @@ class ModelResult:
     dimensions: int
     load_problems: dict
     scores: list = dataclasses.field(default_factory=list)
+    #: wall seconds per ``task/dataset``
+    seconds: dict = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass
@@ -155,7 +157,9 @@ def _run_suite(models: list[LoadedVectors], config: SuiteConfig, progress: bool)
             "duplicate_words": report.duplicate_words})
         for task, dataset, evaluate in jobs:
             bar.set_postfix_str(f"{name} {task}/{dataset}")
+            job_started = time.perf_counter()
             result.scores.extend(_run_one(evaluate, lookup, task, dataset, name, skipped))
+            result.seconds[f"{task}/{dataset}"] = round(time.perf_counter() - job_started, 3)
             bar.update()
         results.append(result)
     bar.close()
