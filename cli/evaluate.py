@@ -43,6 +43,8 @@ def _choices(allowed):
         items = tuple(x.strip() for x in text.split(",") if x.strip())
         if items == ("all",):
             return tuple(allowed)
+        if items == ("none",):
+            return ()
         bad = [x for x in items if x not in allowed]
         if bad or not items:
             raise argparse.ArgumentTypeError(f"{','.join(bad) or text!r} not among: {', '.join(allowed)}")
@@ -76,7 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data-dir", type=Path, help="data root (default: $SEMHUFF_DATA, else <repo>/../shared/data)")
     g = p.add_argument_group("word-pair similarity")
     g.add_argument("--similarity-sets", type=_choices(SIMILARITY_FILES), default=tuple(SIMILARITY_FILES),
-                   help=f"built-in sets (default all): {','.join(SIMILARITY_FILES)}")
+                   help=f"built-in sets (default all, 'none' for --pairs only): {','.join(SIMILARITY_FILES)}")
     g.add_argument("--pairs", type=_named, action="append", default=[], metavar="NAME=PATH",
                    help="a word<TAB>word<TAB>score file; adds a set or replaces a built-in one's path")
     g = p.add_argument_group("analogy")
@@ -88,7 +90,8 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--synonym-direction", choices=DIRECTIONS, default="both")
     g = p.add_argument_group("POS tagging")
     g.add_argument("--pos-corpora", type=_choices(POS_CORPORA), default=DEFAULT_POS_CORPORA,
-                   help=f"default {','.join(DEFAULT_POS_CORPORA)}; available: {','.join(POS_CORPORA)}")
+                   help=f"default {','.join(DEFAULT_POS_CORPORA)}; available: {','.join(POS_CORPORA)}; "
+                        "'none' to run only --pos-files")
     g.add_argument("--pos-files", type=_named, action="append", default=[], metavar="NAME=TRAIN,TEST",
                    help="your own split: CoNLL-U (.conllu) or 'word TAG' column files")
     g.add_argument("--pos-window", type=int, default=DEFAULT_WINDOW, help="words each side (default 2)")

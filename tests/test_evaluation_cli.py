@@ -156,3 +156,68 @@ def test_cli_unwritable_output_fails_before_evaluating(tmp_path, capsys):
     small_kv().save_word2vec_format(str(tmp_path / "v.txt"))
     code, out, err = run_cli(capsys, tmp_path / "v.txt", "--json", tmp_path / "no" / "such" / "dir.json")
     assert code == 2 and "does not exist" in err and out == ""
+
+
+def test_cli_scores_nothing_gracefully_and_json_has_no_nan(tmp_path, capsys, datasets):
+    kv = KeyedVectors(vector_size=3)
+    kv.add_vectors(["zebra", "yak", "xylophone"], np.eye(3, dtype=np.float32))
+    kv.save_word2vec_format(str(tmp_path / "other.txt"))
+    out_json = tmp_path / "r.json"
+    code, out, err = run_cli(capsys, tmp_path / "other.txt", *task_args(datasets), "--json", out_json)
+    assert code == 0, err
+    scores = json.loads(out_json.read_text())["models"][0]["scores"]  # strict JSON: NaN would not parse
+    spearman = next(s for s in scores if s["dataset"] == "tiny" and s["metric"] == "spearman")
+    assert spearman["value"] is None and spearman["covered"] == 0
+    assert "n/a" in out
+
+
+def test_cli_own_pos_split_and_case_sensitivity(tmp_path, capsys):
+    kv = small_kv()
+    kv.save_word2vec_format(str(tmp_path / "v.txt"))
+    nouns, verbs = ["king", "queen", "man", "woman", "apple"], ["paris", "france", "rome", "italy", "pear"]
+    lines = []
+    for i in range(60):
+        lines += [f"{nouns[i % 5]} NN", f"{verbs[(i * 3) % 5]} VB", ""]
+    (tmp_path / "train.txt").write_text("\n".join(lines))
+    (tmp_path / "test.txt").write_text("\n".join(lines[:30]))
+    pairs = tmp_path / "pairs.txt"
+    pairs.write_text("KING\tqueen\t8\nman\twoman\t7\napple\tpear\t6\nparis\tfrance\t5\n")
+    common = ["--tasks", "similarity,pos", "--similarity-sets", "none", "--pairs", f"p={pairs}",
+              "--pos-corpora", "none", "--pos-files", f"own={tmp_path / 'train.txt'},{tmp_path / 'test.txt'}", "-q"]
+    code, out, err = run_cli(capsys, tmp_path / "v.txt", *common)
+    assert code == 0, err
+    rows = {tuple(line.split()[:3]): line.split()[3:] for line in out.splitlines()[2:] if line.strip()}
+    assert rows[("pos", "own", "accuracy")] == ["1.0000"]  # each word has one tag here
+    assert len(rows[("similarity", "p", "spearman")]) == 1  # no coverage note: KING found as king
+    code, out, err = run_cli(capsys, tmp_path / "v.txt", *common, "--case-sensitive")
+    assert "(75%)" in out  # KING is unknown once case matters
+
+
+def test_markdown_marks_the_best_model(tmp_path, capsys, datasets):
+    for seed in (0, 1):
+        small_kv(seed).save_word2vec_format(str(tmp_path / f"m{seed}.txt"))
+    out_md = tmp_path / "r.md"
+    code, _, err = run_cli(capsys, tmp_path / "m0.txt", tmp_path / "m1.txt", tmp_path / "m0.txt",
+                           *task_args(datasets, "similarity"), "--markdown", out_md)
+    assert code == 0, err
+    text = out_md.read_text()
+    assert "| m0 | m1 | m0#2 |" in text  # repeated names get their own column
+    row = next(line for line in text.splitlines() if line.startswith("| similarity | tiny | spearman"))
+    assert row.count("**") in (2, 4)  # the best value, or the two equal m0 columns, in bold
+
+
+def test_make_synonym_pairs_script(tmp_path, capsys):
+    try:
+        from semhuff.eval import make_synonym_pairs
+    except ImportError:
+        from eval import make_synonym_pairs
+    for pos, line in (("noun", "00000001 03 n 03 car 0 auto 0 motor_car 0 000 | a vehicle\n"),
+                      ("verb", "00000002 29 v 02 run 0 race 0 000 | go fast\n"),
+                      ("adj", ""), ("adv", "")):
+        (tmp_path / f"data.{pos}").write_text(line)
+    out = tmp_path / "pairs.tsv"
+    assert make_synonym_pairs.main(["--wordnet", str(tmp_path), "-o", str(out)]) == 0
+    lines = [line for line in out.read_text().splitlines() if not line.startswith("#")]
+    assert lines == ["car\tauto", "run\trace"]
+    assert make_synonym_pairs.main(["--wordnet", str(tmp_path / "none"), "-o", str(out)]) == 2
+    assert capsys.readouterr().err.strip().endswith(f"not found at {tmp_path / 'none'}")

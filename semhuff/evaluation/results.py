@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import Optional
 
 
@@ -32,9 +31,7 @@ class Score:
         return self.covered / self.total
 
     def to_dict(self) -> dict:
-        out = dataclasses.asdict(self)
-        out["value"] = None if self.value is None or math.isnan(self.value) else float(self.value)
-        return out
+        return dataclasses.asdict(self)
 
 
 def ratio(numerator: float, denominator: float) -> float:
