@@ -63,6 +63,17 @@ def test_text_binary_and_kv_round_trip(tmp_path):
     assert load_vectors(kv, name="mem").vectors is kv
 
 
+def test_whole_gensim_models_give_their_vectors(tmp_path):
+    from gensim.models import Word2Vec
+
+    model = Word2Vec([WORDS] * 5, vector_size=4, min_count=1, workers=1, epochs=1)
+    model.save(str(tmp_path / "w2v.model"))
+    assert load_vectors(tmp_path / "w2v.model").vectors.index_to_key == model.wv.index_to_key
+    assert load_vectors(model).vectors is model.wv
+    with pytest.raises(VectorsError, match="not word vectors"):
+        load_vectors({"a": 1})
+
+
 def test_bad_lines_are_counted_not_fatal(tmp_path):
     path = tmp_path / "messy.txt"
     path.write_text("5 3\nking 1 2 3\nqueen 1 2\nman 1 x 3\nking 4 5 6\n\nwoman 0 1 0\njustaword\n")

@@ -20,7 +20,7 @@ import os
 
 import numpy as np
 
-from .datasets import Parsed, numbered_lines, require
+from .datasets import DatasetMissing, Parsed, numbered_lines, require
 from .results import Score, ratio
 from .vectors import Lookup, batch_rows
 
@@ -63,6 +63,8 @@ def read_analogies(path: os.PathLike) -> Parsed:
         section.questions.append(tuple(words))
     if parsed.malformed_lines:
         logger.warning("%s: %d malformed lines skipped", path, parsed.malformed_lines)
+    if not any(section.questions for section in parsed.records):
+        raise DatasetMissing(f"analogy file: no questions in {path}")
     return parsed
 
 

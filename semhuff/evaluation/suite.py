@@ -6,6 +6,7 @@ import contextlib
 import dataclasses
 import logging
 import time
+from functools import partial
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -68,55 +69,67 @@ class Report:
     seconds: float = 0.0
 
 
-# A prepared data set: (task, name, evaluate(lookup) -> scores)
+# A prepared data set: (task, data set name, evaluate(lookup) -> scores)
 Job = tuple[str, str, Callable[[Lookup], list]]
+
+
+def plan_jobs(config: SuiteConfig) -> list[tuple[str, str, Callable[[], Callable[[Lookup], list]]]]:
+    """(task, data set, read) for every requested data set; ``read()`` loads the data and returns
+    the job's evaluate function. Nothing is read yet."""
+    root, plan = config.root, []
+    if "similarity" in config.tasks:
+        files = config.similarity_files if config.similarity_files is not None else dict.fromkeys(SIMILARITY_FILES)
+        for name, path in files.items():
+            if path is None and name in SIMILARITY_FILES:
+                path = default_similarity_path(name, root)
+            plan.append(("similarity", name, partial(_similarity_job, path, name)))
+    if "analogy" in config.tasks:
+        path = config.analogy_file or default_analogy_path(root)
+        plan.append(("analogy", "google", partial(_analogy_job, path, config.analogy_methods)))
+    if "synonyms" in config.tasks:
+        source = config.synonym_file or config.wordnet_dir or default_wordnet_dir(root)
+        name = Path(config.synonym_file).stem if config.synonym_file else "wordnet"
+        plan.append(("synonyms", name, partial(_synonyms_job, source, config.synonym_file is not None, name,
+                                               config.synonym_direction)))
+    if "pos" in config.tasks:
+        corpora = [(n, partial(pos.load_pos_corpus, n, root)) for n in config.pos_corpora]
+        corpora += [(n, partial(pos.load_pos_files, n, *files)) for n, files in config.pos_files.items()]
+        for name, load in corpora:
+            plan.append(("pos", name, partial(_pos_job, load, config.pos_window, config.pos_max_train_tokens)))
+    return plan
+
+
+def _similarity_job(path, name):
+    return partial(similarity.evaluate_word_pairs, pairs=similarity.read_word_pairs(path), name=name)
+
+
+def _analogy_job(path, methods):
+    return partial(analogy.evaluate_analogies, data=analogy.read_analogies(path), name="google", methods=methods)
+
+
+def _synonyms_job(source, is_pairs_file: bool, name: str, direction: str):
+    if is_pairs_file:
+        pairs = synonyms.read_synonym_pairs(source)
+    else:  # a WordNet folder: pairs made on the fly (about a second)
+        pairs = Parsed(str(source), thesaurus.synonym_pairs(thesaurus.wordnet_synsets(source)))
+    return partial(synonyms.evaluate_synonyms, pairs=pairs, name=name, direction=direction)
+
+
+def _pos_job(load, window, max_train_tokens):
+    return partial(pos.evaluate_pos, corpus=load(), window=window, max_train_tokens=max_train_tokens)
 
 
 def prepare_jobs(config: SuiteConfig, skipped: list) -> list[Job]:
     """Read every requested data set once; what is missing or unusable goes to ``skipped``."""
     jobs: list[Job] = []
-
-    def attempt(task: str, name: str, build: Callable[[], Callable[[Lookup], list]]) -> None:
+    for task, name, read in plan_jobs(config):
         try:
-            jobs.append((task, name, build()))
+            jobs.append((task, name, read()))
         except (DatasetMissing, OSError, ValueError) as exc:
             message = f"{task}/{name} skipped: {exc}"
             logger.warning(message)
             skipped.append(message)
-
-    root = config.root
-    if "similarity" in config.tasks:
-        files = config.similarity_files if config.similarity_files is not None else dict.fromkeys(SIMILARITY_FILES)
-        for name, path in files.items():
-            path = path if path is not None or name not in SIMILARITY_FILES else default_similarity_path(name, root)
-            attempt("similarity", name, lambda name=name, path=path: _bind(
-                similarity.evaluate_word_pairs, similarity.read_word_pairs(path), name))
-    if "analogy" in config.tasks:
-        path = config.analogy_file or default_analogy_path(root)
-        attempt("analogy", "google", lambda: _bind(
-            analogy.evaluate_analogies, analogy.read_analogies(path), "google",
-            methods=config.analogy_methods))
-    if "synonyms" in config.tasks:
-        if config.synonym_file is not None:
-            name = Path(config.synonym_file).stem
-            read = lambda: synonyms.read_synonym_pairs(config.synonym_file)  # noqa: E731
-        else:
-            name = "wordnet"
-            folder = config.wordnet_dir or default_wordnet_dir(root)
-            read = lambda: Parsed(str(folder), thesaurus.synonym_pairs(thesaurus.wordnet_synsets(folder)))  # noqa: E731
-        attempt("synonyms", name, lambda: _bind(
-            synonyms.evaluate_synonyms, read(), name, direction=config.synonym_direction))
-    if "pos" in config.tasks:
-        corpora = [(n, lambda n=n: pos.load_pos_corpus(n, root)) for n in config.pos_corpora]
-        corpora += [(n, lambda n=n, f=f: pos.load_pos_files(n, *f)) for n, f in config.pos_files.items()]
-        for name, load in corpora:
-            attempt("pos", name, lambda load=load: _bind(
-                pos.evaluate_pos, load(), window=config.pos_window, max_train_tokens=config.pos_max_train_tokens))
     return jobs
-
-
-def _bind(evaluate: Callable, *args, **kwargs) -> Callable[[Lookup], list]:
-    return lambda lookup: evaluate(lookup, *args, **kwargs)
 
 
 def unique_names(names: list[str]) -> list[str]:

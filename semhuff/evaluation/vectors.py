@@ -60,10 +60,7 @@ def load_vectors(source, name: Optional[str] = None, fmt: str = "auto") -> Loade
     file name and, for word2vec files, from the bytes after the header line.
     """
     if not isinstance(source, (str, os.PathLike)):
-        kv = getattr(source, "wv", source)
-        if not isinstance(kv, KeyedVectors):
-            raise VectorsError(f"not a vectors object: {type(source).__name__}")
-        _check_usable(kv, repr(source))
+        kv = _as_keyed_vectors(source, type(source).__name__)
         label = name or "vectors"
         return LoadedVectors(label, kv, LoadReport(label, len(kv), kv.vector_size))
 
@@ -90,7 +87,7 @@ def load_vectors(source, name: Optional[str] = None, fmt: str = "auto") -> Loade
         raise
     except Exception as exc:  # noqa: BLE001 - any user file: one clear error, never a traceback
         raise VectorsError(f"cannot read {fmt} vectors from {path}: {type(exc).__name__}: {exc}") from exc
-    _check_usable(kv, path)
+    kv = _as_keyed_vectors(kv, path)
     report.words, report.dimensions = len(kv), kv.vector_size
     if report.problems:
         logger.warning(
@@ -113,7 +110,7 @@ def _detect_format(path: str) -> str:
     lower = path.lower()
     if lower.endswith(".npz"):
         return "npz"
-    if lower.endswith((".kv", ".model", ".wv")):
+    if lower.endswith((".kv", ".model")):
         return "kv"
     if lower.endswith((".bin", ".bin.gz")):
         return "binary"
@@ -135,15 +132,14 @@ def _detect_format(path: str) -> str:
     return "binary" if b"\x00" in body else "text"
 
 
-def _load_semhuff_model(path: str) -> KeyedVectors:
+def _load_semhuff_model(path: str):
     try:
         from semhuff.model import load_vectors as load_model_vectors
     except ImportError as exc:
         raise VectorsError(
             f"cannot read semhuff model {path}: semhuff.model.load_vectors is not available ({exc})"
         ) from exc
-    loaded = load_model_vectors(path)
-    return getattr(loaded, "wv", loaded)
+    return load_model_vectors(path)
 
 
 def _load_text(path: str, report: LoadReport) -> KeyedVectors:
@@ -188,9 +184,14 @@ def _load_text(path: str, report: LoadReport) -> KeyedVectors:
     return kv
 
 
-def _check_usable(kv: KeyedVectors, label: str) -> None:
+def _as_keyed_vectors(obj, label: str) -> KeyedVectors:
+    """``obj`` itself, or its ``.wv`` (a whole Word2Vec model), when it holds some vectors."""
+    kv = getattr(obj, "wv", obj)
+    if not isinstance(kv, KeyedVectors):
+        raise VectorsError(f"not word vectors: {label} holds a {type(obj).__name__}")
     if len(kv) == 0 or kv.vector_size == 0:
         raise VectorsError(f"no vectors in {label}")
+    return kv
 
 
 class Lookup:
