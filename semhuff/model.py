@@ -142,13 +142,7 @@ class Word2Vec:
                 raise SemhuffError(f"the given tree has {spec.n_words} leaves but the vocabulary "
                                    f"has {len(self.vocab)} words")
             return spec
-        if spec == "huffman":
-            from .trees.huffman import build_huffman
-            return build_huffman(self.vocab.counts)
-        try:
-            from .trees import make_tree
-        except ImportError:
-            raise SemhuffError(f"unknown tree kind {spec!r}") from None
+        from .trees import make_tree
         return make_tree(spec, self.vocab, similarity=self.similarity)
 
     def _init_weights(self) -> None:
