@@ -132,9 +132,12 @@ def test_cli_two_models_side_by_side_with_all_outputs(tmp_path, capsys, datasets
 def test_cli_missing_dataset_is_skipped_with_a_message(tmp_path, capsys, datasets):
     small_kv().save_word2vec_format(str(tmp_path / "v.txt"))
     datasets["--analogy"] = str(tmp_path / "nope.txt")
+    (tmp_path / "empty.tsv").write_text("# only a comment\n")
+    datasets["--synonyms"] = str(tmp_path / "empty.tsv")
     code, out, err = run_cli(capsys, tmp_path / "v.txt", *task_args(datasets), "--data-dir", tmp_path / "nodata")
     assert code == 0
     assert "analogy/google skipped" in out and "nope.txt" in out
+    assert "synonyms/empty skipped" in out and "no usable lines" in out
     assert "similarity/mc30 skipped" in out  # no data folder and gensim does not ship MC-30
 
 
