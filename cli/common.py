@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import logging
 import sys
-from typing import Callable, List, Optional
+from typing import Callable
 
 from semhuff.errors import SemhuffError
 
 
 def setup_logging(verbosity: int) -> None:
-    level = logging.WARNING if verbosity < 0 else logging.INFO if verbosity == 0 else logging.DEBUG
+    # default: warnings only (the progress bars and the closing summary say the rest)
+    level = logging.WARNING if verbosity <= 0 else logging.INFO if verbosity == 1 else logging.DEBUG
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s",
                         datefmt="%H:%M:%S", stream=sys.stderr)
     # gensim narrates every save and load at INFO; keep that for -vv

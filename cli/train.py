@@ -14,7 +14,6 @@ import sys
 import time
 from typing import List, Optional
 
-from semhuff.errors import SemhuffError
 from semhuff.io_utils import check_writable
 from semhuff.model import FORMATS, Word2Vec, default_workers, resolve_format
 
@@ -133,11 +132,19 @@ def _print_summary(model, report, args, fmt, seconds):
         print(f"  {word} -> {near}", file=out)
 
 
+# Function words say little about vector quality; skip them when picking probe words.
+_FUNCTION_WORDS = set("""about above after again against also among another around because been before
+being below between both could during each either every first from further have having here into
+just like made make many might more most much must never only other over same should since some
+such than that their them then there these they this those through under until upon very were what
+when where which while will with within without would your""".split())
+
+
 def _default_probes(model, n=4):
-    # a few frequent words that are not among the very top (function words say little)
+    """A few frequent content words (alphabetic, not function words, not the very top)."""
     words = model.vocab.words
-    picks = [w for w in words[50:400] if len(w) > 3][:n]
-    return picks or words[:n]
+    picks = [w for w in words[30:600] if w.isalpha() and len(w) > 3 and w.lower() not in _FUNCTION_WORDS]
+    return picks[:n] or words[:n]
 
 
 if __name__ == "__main__":

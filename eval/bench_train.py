@@ -20,7 +20,6 @@ import sys
 import tempfile
 import time
 
-import numpy as np
 
 DEFAULT_DATA = os.environ.get(
     "SEMHUFF_DATA", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "data"))

@@ -10,7 +10,6 @@ from __future__ import annotations
 import bz2
 import codecs
 import gzip
-import io
 import logging
 import lzma
 import os

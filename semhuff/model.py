@@ -2,15 +2,14 @@
 corpus -> vocab -> tree -> output layer + trainer kernel -> vectors -> export."""
 from __future__ import annotations
 
-import io
 import json
 import logging
 import os
-from typing import Iterable, List, Optional, Sequence, Union
+from typing import List, Optional, Sequence, Union
 
 import numpy as np
 
-from .corpus import DEFAULT_MAX_SENTENCE_LENGTH, Corpus, as_corpus
+from .corpus import DEFAULT_MAX_SENTENCE_LENGTH, as_corpus
 from .errors import SemhuffError
 from .io_utils import atomic_output, atomic_path
 from .output_layers import HierarchicalSoftmax, NegativeSampling, OutputLayer

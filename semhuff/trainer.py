@@ -51,6 +51,7 @@ class EpochStats:
 @dataclass
 class TrainReport:
     seconds: float = 0.0
+    compile_seconds: float = 0.0  # first use of a kernel on this machine; not in ``seconds``
     epochs: List[EpochStats] = field(default_factory=list)
 
     @property
@@ -66,10 +67,15 @@ class TrainReport:
         return self.raw_words / self.seconds if self.seconds > 0 else float("nan")
 
     def summary(self) -> str:
-        losses = ", ".join(f"{e.loss_per_pair:.4f}" for e in self.epochs)
+        losses = [f"{e.loss_per_pair:.4f}" for e in self.epochs]
+        if len(losses) > 6:
+            losses = losses[:3] + ["..."] + losses[-2:]
+        losses = ", ".join(losses)
+        compiled = (f" (+{self.compile_seconds:.1f} s compiling the kernel, once per machine)"
+                    if self.compile_seconds >= 0.05 else "")
         return (f"{len(self.epochs)} epochs, {self.raw_words:,} raw words "
                 f"({self.trained_words:,} after down-sampling) in {self.seconds:.1f} s = "
-                f"{self.words_per_second:,.0f} words/s; loss per prediction by epoch: {losses}")
+                f"{self.words_per_second:,.0f} words/s{compiled}; loss per prediction by epoch: {losses}")
 
 
 class _Job:
@@ -88,7 +94,7 @@ def train(syn0: np.ndarray, layer, keep_thr: np.ndarray, sentences, index, retai
     jobs: "queue.Queue[Optional[_Job]]" = queue.Queue(maxsize=2 * s.workers)
     results: "queue.Queue" = queue.Queue()
     stop = threading.Event()
-    compile_kernel(layer, s.sg, syn0.shape[1], keep_thr, syn0)
+    compile_seconds = compile_kernel(layer, s.sg, syn0.shape[1], keep_thr, syn0)
 
     def work():
         while True:
@@ -112,7 +118,7 @@ def train(syn0: np.ndarray, layer, keep_thr: np.ndarray, sentences, index, retai
     for t in workers:
         t.start()
 
-    report = TrainReport()
+    report = TrainReport(compile_seconds=compile_seconds)
     bar = _progress_bar(s.epochs * raw_tokens_per_epoch, s.progress)
     started = time.perf_counter()
     try:
@@ -200,18 +206,20 @@ def _drain(q):
         pass
 
 
-def compile_kernel(layer, sg: bool, dim: int, keep_thr: np.ndarray, syn0: np.ndarray) -> None:
+def compile_kernel(layer, sg: bool, dim: int, keep_thr: np.ndarray, syn0: np.ndarray) -> float:
     """Compile (or load from numba's disk cache) the kernel before the clock starts, and say how
     long it took, so the one-time cost stays visible. The warm-up call runs on the real arrays
     with a learning rate of 0, so it changes nothing."""
     fn = layer.kernel(sg, dim)
     if fn.signatures:
-        return
+        return 0.0
     t0 = time.perf_counter()
     layer.train_chunk(sg, np.zeros(2, np.int32), np.array([2], np.int64), syn0, keep_thr, 1,
                       0.0, 0.0, 0, 1, np.uint64(1))
+    seconds = time.perf_counter() - t0
     logger.info("training kernel for dim %d ready in %.2f s (compiled once per machine, then "
-                "loaded from numba's cache)", dim, time.perf_counter() - t0)
+                "loaded from numba's cache)", dim, seconds)
+    return seconds
 
 
 def _progress_bar(total: int, enabled: bool):

@@ -15,8 +15,6 @@ The canonical form is the parent array of a full binary tree: nodes ``0 .. V-1``
 """
 from __future__ import annotations
 
-import io
-from typing import Optional
 
 import numba
 import numpy as np

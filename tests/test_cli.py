@@ -1,6 +1,5 @@
 """semhuff-train as a user meets it: bad input gives one line on stderr and exit code 2, and
 never leaves a partial output file or destroys an existing one."""
-import os
 import subprocess
 import sys
 

@@ -1,7 +1,5 @@
 """End to end through the Python API: reproducibility, persistence, every export format loaded
 by gensim, and vector quality against gensim trained with the same settings."""
-import gzip
-import itertools
 
 import numpy as np
 import pytest
