@@ -22,7 +22,7 @@ import time
 
 
 DEFAULT_DATA = os.environ.get(
-    "SEMHUFF_DATA", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "data"))
+    "SEMHUFF_DATA", os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "data")))
 
 
 def write_prefix(corpus: str, n_tokens: int, folder: str) -> tuple:

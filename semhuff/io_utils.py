@@ -30,24 +30,6 @@ def check_writable(path: str) -> None:
 
 
 @contextlib.contextmanager
-def atomic_output(path: str, mode: str = "wb"):
-    """Yield a file object for a temp file next to ``path``; rename it to ``path`` on success,
-    delete it on any error."""
-    path = os.fspath(path)
-    check_writable(path)
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, mode) as fh:
-            yield fh
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
-@contextlib.contextmanager
 def atomic_path(path: str):
     """Like ``atomic_output`` for writers that insist on a file name (gensim's): yield a temp
     path beside ``path`` and rename it into place on success."""
@@ -63,6 +45,15 @@ def atomic_path(path: str):
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+@contextlib.contextmanager
+def atomic_output(path: str, mode: str = "wb"):
+    """Yield a file object for a temp file next to ``path``; rename it to ``path`` on success,
+    delete it on any error."""
+    with atomic_path(path) as tmp:
+        with open(tmp, mode) as fh:
+            yield fh
 
 
 def atomic_write_npz(path: str, arrays: dict) -> None:

@@ -122,3 +122,28 @@ def log_sigmoid_signed(logsig_table, idx, code):
     (the table is symmetric: bin i of -s is bin SIZE-1-i of s). Branch-free on purpose: the
     code bit is a coin flip, so a branch would mispredict half the time."""
     return logsig_table[idx + code * (SIGMOID_TABLE_SIZE - 1 - 2 * idx)]
+
+
+@numba.njit(inline="always", nogil=True)
+def context_mean(syn0, sent, lo, hi, pos, out, D):
+    """CBOW's hidden layer: the mean of the context vectors (word2vec, gensim cbow_mean=1)."""
+    for d in range(D):
+        out[d] = 0.0
+    for c in range(lo, hi):
+        if c != pos:
+            r = sent[c]
+            for d in range(D):
+                out[d] += syn0[r, d]
+    inv = np.float32(1.0 / (hi - lo - 1))
+    for d in range(D):
+        out[d] *= inv
+
+
+@numba.njit(inline="always", nogil=True)
+def add_to_contexts(syn0, sent, lo, hi, pos, err, D):
+    """CBOW's update: every context vector receives the full error (word2vec)."""
+    for c in range(lo, hi):
+        if c != pos:
+            r = sent[c]
+            for d in range(D):
+                syn0[r, d] += err[d]

@@ -25,9 +25,9 @@ import functools
 import numba
 import numpy as np
 
-from .common import (LOG_SIGMOID_TABLE, MAX_EXP, SIGMOID_TABLE, alpha_at, log_sigmoid,
-                     log_sigmoid_signed, longest_sentence, reduced_window,
-                     subsample_sentence, table_index)
+from .common import (LOG_SIGMOID_TABLE, MAX_EXP, SIGMOID_TABLE, add_to_contexts, alpha_at,
+                     context_mean, log_sigmoid, log_sigmoid_signed, longest_sentence,
+                     reduced_window, subsample_sentence, table_index)
 
 
 @functools.lru_cache(maxsize=None)
@@ -112,8 +112,8 @@ def cbow_hs_kernel(dim: int):
         logsig_table = LOG_SIGMOID_TABLE
         state = np.uint64(seed)
         sent = np.empty(longest_sentence(bounds), np.int32)
-        neu1 = np.empty(D, np.float32)
-        neu1e = np.empty(D, np.float32)
+        hidden = np.empty(D, np.float32)
+        err = np.empty(D, np.float32)
         loss = 0.0
         pairs = 0
         trained = 0
@@ -127,29 +127,18 @@ def cbow_hs_kernel(dim: int):
             for pos in range(n):
                 w = sent[pos]
                 lo, hi, state = reduced_window(pos, n, window, state)
-                count = hi - lo - 1
-                if count <= 0:
+                if hi - lo - 1 <= 0:
                     continue
                 pairs += 1
-                # word2vec / gensim (cbow_mean=1): the hidden layer is the mean of the context
-                # vectors and every context vector receives the full error.
+                context_mean(syn0, sent, lo, hi, pos, hidden, D)
                 for d in range(D):
-                    neu1[d] = 0.0
-                    neu1e[d] = 0.0
-                for c in range(lo, hi):
-                    if c != pos:
-                        r = sent[c]
-                        for d in range(D):
-                            neu1[d] += syn0[r, d]
-                inv = np.float32(1.0 / count)
-                for d in range(D):
-                    neu1[d] *= inv
+                    err[d] = 0.0
                 for i in range(lengths[w]):
                     node = points[w, i]
                     code = codes[w, i]
                     s = np.float32(0.0)
                     for d in range(D):
-                        s += neu1[d] * syn1[node, d]
+                        s += hidden[d] * syn1[node, d]
                     if s <= -MAX_EXP or s >= MAX_EXP:
                         loss -= log_sigmoid(np.float64(s) * (1 - 2 * code))
                         continue
@@ -157,14 +146,10 @@ def cbow_hs_kernel(dim: int):
                     gg = (np.float32(1 - code) - sig_table[idx]) * alpha
                     loss -= log_sigmoid_signed(logsig_table, idx, code)
                     for d in range(D):
-                        neu1e[d] += gg * syn1[node, d]
+                        err[d] += gg * syn1[node, d]
                     for d in range(D):
-                        syn1[node, d] += gg * neu1[d]
-                for c in range(lo, hi):
-                    if c != pos:
-                        r = sent[c]
-                        for d in range(D):
-                            syn0[r, d] += neu1e[d]
+                        syn1[node, d] += gg * hidden[d]
+                add_to_contexts(syn0, sent, lo, hi, pos, err, D)
         return loss, pairs, trained
 
     return cbow_hs

@@ -12,8 +12,9 @@ import functools
 import numba
 import numpy as np
 
-from .common import (LOG_SIGMOID_TABLE, MAX_EXP, SIGMOID_TABLE, alpha_at, lcg_next, lcg_u32,
-                     log_sigmoid, longest_sentence, reduced_window, subsample_sentence, table_index)
+from .common import (LOG_SIGMOID_TABLE, MAX_EXP, SIGMOID_TABLE, add_to_contexts, alpha_at,
+                     context_mean, lcg_next, lcg_u32, log_sigmoid, longest_sentence,
+                     reduced_window, subsample_sentence, table_index)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -79,6 +80,35 @@ def _gradient_and_loss(s, label, alpha, sig_table, logsig_table):
     return (label - f) * alpha, nll
 
 
+@numba.njit(inline="always", nogil=True)
+def predict_with_noise(h, w, syn1neg, alias_thr, alias_idx, negative, alpha, err, state, D):
+    """One negative-sampling prediction of word ``w`` from the input vector ``h``: the true word
+    and ``negative`` noise words (a noise draw equal to ``w`` is skipped, as in word2vec).
+    Updates the output rows, sets ``err`` to the input's error. Returns (loss, state)."""
+    loss = 0.0
+    for d in range(D):
+        err[d] = 0.0
+    for t in range(negative + 1):
+        if t == 0:
+            target = w
+            label = np.float32(1.0)
+        else:
+            target, state = draw_noise(alias_thr, alias_idx, state)
+            if target == w:
+                continue
+            label = np.float32(0.0)
+        s = np.float32(0.0)
+        for d in range(D):
+            s += h[d] * syn1neg[target, d]
+        gg, nll = _gradient_and_loss(s, label, alpha, SIGMOID_TABLE, LOG_SIGMOID_TABLE)
+        loss += nll
+        for d in range(D):
+            err[d] += gg * syn1neg[target, d]
+        for d in range(D):
+            syn1neg[target, d] += gg * h[d]
+    return loss, state
+
+
 @functools.lru_cache(maxsize=None)
 def sg_ns_kernel(dim: int):
     D = int(dim)
@@ -86,11 +116,9 @@ def sg_ns_kernel(dim: int):
     @numba.njit(cache=True, nogil=True, fastmath=True)
     def sg_ns(ids, bounds, syn0, syn1neg, alias_thr, alias_idx, negative, keep_thr, window,
               alpha0, min_alpha, words_before, total_words, seed):
-        sig_table = SIGMOID_TABLE
-        logsig_table = LOG_SIGMOID_TABLE
         state = np.uint64(seed)
         sent = np.empty(longest_sentence(bounds), np.int32)
-        neu1e = np.empty(D, np.float32)
+        err = np.empty(D, np.float32)
         loss = 0.0
         pairs = 0
         trained = 0
@@ -109,28 +137,11 @@ def sg_ns_kernel(dim: int):
                         continue
                     r = sent[c]
                     pairs += 1
+                    nll, state = predict_with_noise(syn0[r], w, syn1neg, alias_thr, alias_idx,
+                                                    negative, alpha, err, state, D)
+                    loss += nll
                     for d in range(D):
-                        neu1e[d] = 0.0
-                    for t in range(negative + 1):
-                        if t == 0:
-                            target = w
-                            label = np.float32(1.0)
-                        else:
-                            target, state = draw_noise(alias_thr, alias_idx, state)
-                            if target == w:
-                                continue
-                            label = np.float32(0.0)
-                        s = np.float32(0.0)
-                        for d in range(D):
-                            s += syn0[r, d] * syn1neg[target, d]
-                        gg, nll = _gradient_and_loss(s, label, alpha, sig_table, logsig_table)
-                        loss += nll
-                        for d in range(D):
-                            neu1e[d] += gg * syn1neg[target, d]
-                        for d in range(D):
-                            syn1neg[target, d] += gg * syn0[r, d]
-                    for d in range(D):
-                        syn0[r, d] += neu1e[d]
+                        syn0[r, d] += err[d]
         return loss, pairs, trained
 
     return sg_ns
@@ -143,12 +154,10 @@ def cbow_ns_kernel(dim: int):
     @numba.njit(cache=True, nogil=True, fastmath=True)
     def cbow_ns(ids, bounds, syn0, syn1neg, alias_thr, alias_idx, negative, keep_thr, window,
                 alpha0, min_alpha, words_before, total_words, seed):
-        sig_table = SIGMOID_TABLE
-        logsig_table = LOG_SIGMOID_TABLE
         state = np.uint64(seed)
         sent = np.empty(longest_sentence(bounds), np.int32)
-        neu1 = np.empty(D, np.float32)
-        neu1e = np.empty(D, np.float32)
+        hidden = np.empty(D, np.float32)
+        err = np.empty(D, np.float32)
         loss = 0.0
         pairs = 0
         trained = 0
@@ -160,46 +169,15 @@ def cbow_ns_kernel(dim: int):
             start = end
             trained += n
             for pos in range(n):
-                w = sent[pos]
                 lo, hi, state = reduced_window(pos, n, window, state)
-                count = hi - lo - 1
-                if count <= 0:
+                if hi - lo - 1 <= 0:
                     continue
                 pairs += 1
-                for d in range(D):
-                    neu1[d] = 0.0
-                    neu1e[d] = 0.0
-                for c in range(lo, hi):
-                    if c != pos:
-                        r = sent[c]
-                        for d in range(D):
-                            neu1[d] += syn0[r, d]
-                inv = np.float32(1.0 / count)
-                for d in range(D):
-                    neu1[d] *= inv
-                for t in range(negative + 1):
-                    if t == 0:
-                        target = w
-                        label = np.float32(1.0)
-                    else:
-                        target, state = draw_noise(alias_thr, alias_idx, state)
-                        if target == w:
-                            continue
-                        label = np.float32(0.0)
-                    s = np.float32(0.0)
-                    for d in range(D):
-                        s += neu1[d] * syn1neg[target, d]
-                    gg, nll = _gradient_and_loss(s, label, alpha, sig_table, logsig_table)
-                    loss += nll
-                    for d in range(D):
-                        neu1e[d] += gg * syn1neg[target, d]
-                    for d in range(D):
-                        syn1neg[target, d] += gg * neu1[d]
-                for c in range(lo, hi):
-                    if c != pos:
-                        r = sent[c]
-                        for d in range(D):
-                            syn0[r, d] += neu1e[d]
+                context_mean(syn0, sent, lo, hi, pos, hidden, D)
+                nll, state = predict_with_noise(hidden, sent[pos], syn1neg, alias_thr, alias_idx,
+                                                negative, alpha, err, state, D)
+                loss += nll
+                add_to_contexts(syn0, sent, lo, hi, pos, err, D)
         return loss, pairs, trained
 
     return cbow_ns
