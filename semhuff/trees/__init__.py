@@ -16,7 +16,7 @@ def make_tree(kind: str, vocab, similarity=None, **options) -> Tree:
       vectors (word2vec text / binary, gensim ``.kv`` / ``.model``), a gensim ``KeyedVectors``,
       or a ready ``(V, V)`` scipy.sparse matrix over vocabulary ids (used as given).
       Options: ``top_k`` (30), ``wordnet_dir``, ``report`` (a ``SimilarityReport`` to fill),
-      ``matching`` (``"auto"`` / ``"exact"`` / ``"approx"``), ``exact_max_edges``, ``on_level``.
+      ``matching`` (``"auto"`` / ``"exact"`` / ``"approx"``), ``exact_max_nodes``, ``on_level``.
 
     Raises ``TreeError`` (a ``SemhuffError``: one-line message for the CLI) on an unknown kind,
     a missing similarity or an unknown option; similarity sources raise ``SimilarityError``.
@@ -36,7 +36,7 @@ def make_tree(kind: str, vocab, similarity=None, **options) -> Tree:
                             "(wordnet, a pairs file or word vectors)")
         load_options = {key: options.pop(key) for key in ("top_k", "wordnet_dir", "report")
                         if key in options}
-        build_options = {key: options.pop(key) for key in ("matching", "exact_max_edges", "on_level")
+        build_options = {key: options.pop(key) for key in ("matching", "exact_max_nodes", "on_level")
                          if key in options}
         if options:
             raise TreeError(f"unknown semhuff tree option(s): {', '.join(sorted(options))}")

@@ -1,0 +1,277 @@
+"""``semhuff-tree``: build, inspect and compare hierarchical-softmax trees.
+
+    semhuff-tree build (--corpus PATH | --vocab FILE) [--kind semhuff] --similarity SRC -o TREE.npz
+    semhuff-tree stats TREE.npz [--similarity SRC]
+    semhuff-tree show TREE.npz WORD [WORD ...] [--up 4]
+
+A tree file is the ``Tree`` npz (``Tree.load`` reads it; the trainer can use it as is) plus the
+vocabulary it was built for (``vocab_words``, ``vocab_counts``), so ``stats`` and ``show`` need
+nothing else. A vocabulary file has one ``word count`` per line (word2vec's ``-save-vocab``).
+User errors print one line on stderr and exit with status 2.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import zipfile
+from typing import List, Optional, Tuple
+
+import numpy as np
+
+from semhuff.corpus import Corpus
+from semhuff.errors import SemhuffError
+from semhuff.io_utils import atomic_output, atomic_write_npz, check_writable
+from semhuff.tree import Tree
+from semhuff.trees import TREE_KINDS, make_tree
+from semhuff.trees.huffman import build_huffman
+from semhuff.trees.semhuff import sibling_similarity
+from semhuff.trees.similarity import DEFAULT_TOP_K, load_similarity
+from semhuff.vocab import Vocab
+
+logger = logging.getLogger("semhuff.cli.tree")
+PROG = "semhuff-tree"
+
+
+class TreeFileError(SemhuffError):
+    pass
+
+
+# -- vocabulary and tree files ---------------------------------------------------------------------
+
+def read_vocab_file(path: str) -> Vocab:
+    """A ``word count`` per line; re-sorted by descending count (stable)."""
+    words: List[str] = []
+    counts: List[int] = []
+    try:
+        with open(path, encoding="utf-8") as fh:
+            for line_no, line in enumerate(fh, 1):
+                fields = line.split()
+                if not fields:
+                    continue
+                if len(fields) != 2 or not fields[1].isdigit():
+                    raise TreeFileError(f"{path}:{line_no}: expected 'word count', got {line.strip()[:60]!r}")
+                words.append(fields[0])
+                counts.append(int(fields[1]))
+    except OSError as exc:
+        raise TreeFileError(f"cannot read vocabulary {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise TreeFileError(f"vocabulary {path} is not UTF-8 text") from None
+    if not words:
+        raise TreeFileError(f"vocabulary {path} is empty")
+    order = np.argsort(-np.array(counts, dtype=np.int64), kind="stable")
+    return Vocab([words[i] for i in order], np.array(counts, dtype=np.int64)[order],
+                 total_tokens=int(sum(counts)))
+
+
+def write_vocab_file(path: str, vocab: Vocab) -> None:
+    with atomic_output(path, "w") as fh:
+        for word, count in zip(vocab.words, vocab.counts):
+            fh.write(f"{word} {int(count)}\n")
+
+
+def save_tree_file(path: str, tree: Tree, vocab: Vocab) -> None:
+    arrays = tree.to_arrays()
+    arrays["vocab_words"] = np.array(vocab.words)
+    arrays["vocab_counts"] = np.asarray(vocab.counts, dtype=np.int64)
+    atomic_write_npz(path, arrays)
+
+
+def load_tree_file(path: str, vocab_path: Optional[str] = None) -> Tuple[Tree, Optional[Vocab]]:
+    """The tree and, when stored with it (or given as a file), its vocabulary."""
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            tree = Tree.from_arrays(data)
+            vocab = None
+            if "vocab_words" in data:
+                vocab = Vocab(list(data["vocab_words"]), data["vocab_counts"],
+                              total_tokens=int(data["vocab_counts"].sum()))
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile) as exc:
+        raise TreeFileError(f"cannot read tree file {path}: {exc}") from None
+    if vocab_path:
+        vocab = read_vocab_file(vocab_path)
+    if vocab is not None and len(vocab) != tree.n_words:
+        raise TreeFileError(f"the tree has {tree.n_words} leaves but the vocabulary {len(vocab)} words")
+    tree.validate()
+    return tree, vocab
+
+
+# -- statistics and the neighbourhood view ---------------------------------------------------------
+
+def format_statistics(tree: Tree, vocab: Optional[Vocab], similarity=None) -> str:
+    lines = [f"tree: {tree.kind}, {tree.n_words} words, {tree.n_inner} inner nodes, "
+             f"max depth {tree.max_depth}"]
+    huffman = build_huffman(vocab.counts) if vocab is not None else None
+    if vocab is not None:
+        lines.append(f"expected code length: {tree.expected_code_length(vocab.counts):.6f} "
+                     f"(Huffman: {huffman.expected_code_length(vocab.counts):.6f})")
+    lengths = tree.lengths
+    histogram = np.bincount(lengths)
+    lines.append("depth histogram (depth: words):")
+    lines.extend(f"  {d:3d}: {int(n)}" for d, n in enumerate(histogram) if n)
+    if similarity is not None:
+        total = float(sibling_similarity(tree, similarity).sum())
+        line = f"total sibling similarity: {total:.4f}"
+        if huffman is not None:
+            line += f" (Huffman: {float(sibling_similarity(huffman, similarity).sum()):.4f})"
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def format_neighbourhood(tree: Tree, words, word_id: int, up: int = 4, max_words: int = 40) -> str:
+    """The subtree ``up`` levels above a word, nested the way the SemHuff paper's Fig. 3 prints
+    it: ``<levelN>`` for an inner node at depth N, ``<word>`` for a leaf."""
+    V = tree.n_words
+    depth = tree.node_depths()
+    node = word_id
+    for _ in range(up):
+        if tree.parent[node] < 0:
+            break
+        node = int(tree.parent[node])
+    children = np.full((max(V - 1, 0), 2), -1, dtype=np.int64)
+    inner_children = np.flatnonzero(tree.parent >= 0)
+    children[tree.parent[inner_children] - V, tree.branch[inner_children]] = inner_children
+    out: List[str] = []
+    shown = 0
+
+    def visit(n: int, indent: int) -> None:
+        nonlocal shown
+        pad = "  " * indent
+        if n < V:
+            if shown < max_words:
+                mark = "   <!-- query -->" if n == word_id else ""
+                out.append(f"{pad}<word>{words[n]}</word>{mark}")
+            shown += 1
+            return
+        out.append(f"{pad}<level{int(depth[n])}>")
+        for child in children[n - V]:
+            visit(int(child), indent + 1)
+        out.append(f"{pad}</level{int(depth[n])}>")
+
+    visit(node, 0)
+    if shown > max_words:
+        out.append(f"<!-- {shown - max_words} more words not shown -->")
+    return "\n".join(out)
+
+
+# -- commands --------------------------------------------------------------------------------------
+
+def _load_vocab(args) -> Vocab:
+    if args.vocab:
+        return read_vocab_file(args.vocab)
+    return Vocab.build(Corpus(args.corpus), min_count=args.min_count)
+
+
+def cmd_build(args) -> int:
+    check_writable(args.output)
+    if args.save_vocab:
+        check_writable(args.save_vocab)
+    if args.kind == "semhuff" and not args.similarity:
+        raise SemhuffError("--kind semhuff needs --similarity (wordnet, a pairs file or vectors)")
+    if args.kind == "huffman" and args.similarity:
+        logger.info("--similarity is only used for the statistics of a huffman tree")
+    vocab = _load_vocab(args)
+    similarity = None
+    if args.similarity:
+        similarity = load_similarity(args.similarity, vocab, top_k=args.top_k,
+                                     wordnet_dir=args.wordnet_dir)
+    if args.kind == "semhuff":
+        tree = make_tree("semhuff", vocab, similarity, matching=args.matching)
+    else:
+        tree = make_tree("huffman", vocab)
+    save_tree_file(args.output, tree, vocab)
+    if args.save_vocab:
+        write_vocab_file(args.save_vocab, vocab)
+    print(format_statistics(tree, vocab, similarity))
+    print(f"saved {args.output}")
+    return 0
+
+
+def cmd_stats(args) -> int:
+    tree, vocab = load_tree_file(args.tree, args.vocab)
+    similarity = None
+    if args.similarity:
+        if vocab is None:
+            raise SemhuffError("--similarity needs the tree's vocabulary (give --vocab)")
+        similarity = load_similarity(args.similarity, vocab, top_k=args.top_k,
+                                     wordnet_dir=args.wordnet_dir)
+    print(format_statistics(tree, vocab, similarity))
+    return 0
+
+
+def cmd_show(args) -> int:
+    tree, vocab = load_tree_file(args.tree, args.vocab)
+    if vocab is None:
+        raise SemhuffError("the tree file has no vocabulary; give --vocab")
+    missing = [w for w in args.words if w not in vocab.index]
+    if missing:
+        raise SemhuffError(f"not in the tree's vocabulary: {', '.join(missing)}")
+    for word in args.words:
+        wid = vocab.index[word]
+        print(f"# {word}: depth {int(tree.lengths[wid])}, code {tree.code_string(wid)}")
+        print(format_neighbourhood(tree, vocab.words, wid, up=args.up, max_words=args.max_words))
+    return 0
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be >= 1")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=PROG, description="Build and inspect SemHuff / Huffman trees.")
+    parser.add_argument("-q", "--quiet", action="store_true", help="only warnings and errors on stderr")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def similarity_options(p):
+        p.add_argument("--similarity", help="'wordnet', a pairs / synonym-set file, or word vectors")
+        p.add_argument("--top-k", type=_positive_int, default=DEFAULT_TOP_K,
+                       help=f"neighbours kept per word (default {DEFAULT_TOP_K})")
+        p.add_argument("--wordnet-dir", help="WordNet dict folder (default: shared data, then /usr/share/wordnet)")
+
+    build = sub.add_parser("build", help="build a tree from a corpus or a vocabulary file")
+    source = build.add_mutually_exclusive_group(required=True)
+    source.add_argument("--corpus", help="corpus file or folder (plain, gz, bz2, xz)")
+    source.add_argument("--vocab", help="vocabulary file: one 'word count' per line")
+    build.add_argument("--min-count", type=_positive_int, default=5)
+    build.add_argument("--kind", choices=TREE_KINDS, default="semhuff")
+    similarity_options(build)
+    build.add_argument("--matching", choices=("auto", "exact", "approx"), default="auto")
+    build.add_argument("-o", "--output", required=True, help="tree file to write (.npz)")
+    build.add_argument("--save-vocab", help="also write the vocabulary as a 'word count' file")
+    build.set_defaults(run=cmd_build)
+
+    stats = sub.add_parser("stats", help="expected code length, depth histogram, sibling similarity")
+    stats.add_argument("tree")
+    stats.add_argument("--vocab", help="vocabulary file, if the tree file has none")
+    similarity_options(stats)
+    stats.set_defaults(run=cmd_stats)
+
+    show = sub.add_parser("show", help="print the tree around words (the paper's Fig. 3)")
+    show.add_argument("tree")
+    show.add_argument("words", nargs="+")
+    show.add_argument("--vocab", help="vocabulary file, if the tree file has none")
+    show.add_argument("--up", type=int, default=4, help="levels above the word to start from")
+    show.add_argument("--max-words", type=_positive_int, default=40)
+    show.set_defaults(run=cmd_show)
+    return parser
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO,
+                        format=f"{PROG}: %(levelname)s: %(message)s", stream=sys.stderr)
+    try:
+        return args.run(args)
+    except SemhuffError as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
