@@ -20,6 +20,8 @@ import sys
 import tempfile
 import time
 
+import numpy as np
+
 
 DEFAULT_DATA = os.environ.get(
     "SEMHUFF_DATA", os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "data")))
@@ -50,13 +52,13 @@ def quality(kv) -> dict:
     return {"ws353": float(ws), "simlex": float(sl), "analogy": float(analogy)}
 
 
-def run_gensim(path, tokens, loss, threads, args) -> dict:
+def run_gensim(path, tokens, loss, threads, seed, args) -> dict:
     from gensim.models import Word2Vec
     from gensim.models.word2vec import LineSentence
     sentences = LineSentence(path, max_sentence_length=10_000)
     model = Word2Vec(vector_size=args.dim, window=5, min_count=5, sample=1e-3, sg=1,
                      hs=int(loss == "hs"), negative=0 if loss == "hs" else args.negative,
-                     alpha=0.025, min_alpha=0.0001, workers=threads, seed=args.seed)
+                     alpha=0.025, min_alpha=0.0001, workers=threads, seed=seed)
     t0 = time.perf_counter()
     model.build_vocab(sentences)
     t1 = time.perf_counter()
@@ -66,11 +68,11 @@ def run_gensim(path, tokens, loss, threads, args) -> dict:
             "vocab": len(model.wv), **quality(model.wv)}
 
 
-def run_semhuff(path, tokens, loss, threads, args) -> dict:
+def run_semhuff(path, tokens, loss, threads, seed, args) -> dict:
     from semhuff import Word2Vec
     model = Word2Vec(vector_size=args.dim, window=5, min_count=5, sample=1e-3, sg=1, loss=loss,
                      negative=args.negative, alpha=0.025, min_alpha=0.0001, epochs=args.epochs,
-                     workers=threads, seed=args.seed, progress=False)
+                     workers=threads, seed=seed, progress=False)
     t0 = time.perf_counter()
     model.build_vocab(path)
     t1 = time.perf_counter()
@@ -79,6 +81,15 @@ def run_semhuff(path, tokens, loss, threads, args) -> dict:
     return {"vocab_s": t1 - t0, "train_s": t2 - t1, "words_per_s": args.epochs * tokens / (t2 - t1),
             "vocab": len(model.vocab), "loss_per_pair": report.epochs[-1].loss_per_pair,
             **quality(model.wv)}
+
+
+def summarise(runs: list) -> dict:
+    """Mean over seeds of every number, plus the spread (max - min) of the quality scores."""
+    out = {key: float(np.mean([r[key] for r in runs])) for key in runs[0]}
+    for key in ("ws353", "simlex", "analogy"):
+        out[key + "_spread"] = float(np.ptp([r[key] for r in runs]))
+    out["runs"] = runs
+    return out
 
 
 def main(argv=None) -> int:
@@ -90,7 +101,8 @@ def main(argv=None) -> int:
     p.add_argument("--negative", type=int, default=5)
     p.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     p.add_argument("--loss", nargs="+", default=["hs", "ns"], choices=["hs", "ns"])
-    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--seeds", type=int, nargs="+", default=[1],
+                   help="train every cell once per seed; quality is reported as mean and spread")
     p.add_argument("--json", help="also write the results here")
     args = p.parse_args(argv)
     if not os.path.exists(args.corpus):
@@ -102,7 +114,8 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory(prefix="semhuff-bench-") as folder:
         path, tokens = write_prefix(args.corpus, args.tokens, folder)
         print(f"corpus: {args.corpus}, {tokens:,} tokens; skip-gram dim {args.dim} window 5 "
-              f"min_count 5 sample 1e-3, {args.epochs} epochs; cpu count {os.cpu_count()}")
+              f"min_count 5 sample 1e-3, {args.epochs} epochs, seeds {args.seeds}; "
+              f"cpu count {os.cpu_count()}")
         for loss in args.loss:  # compile (or load) the kernels outside the timed runs
             Word2Vec([["warm", "up"]] * 8, min_count=1, vector_size=args.dim, loss=loss,
                      epochs=1, workers=1, progress=False)
@@ -110,8 +123,11 @@ def main(argv=None) -> int:
             for threads in args.threads:
                 cell = {"loss": loss, "threads": threads}
                 for name, runner in (("gensim", run_gensim), ("semhuff", run_semhuff)):
-                    gc.collect()
-                    cell[name] = runner(path, tokens, loss, threads, args)
+                    runs = []
+                    for seed in args.seeds:
+                        gc.collect()
+                        runs.append(runner(path, tokens, loss, threads, seed, args))
+                    cell[name] = summarise(runs)
                 rows.append(cell)
                 print_cell(cell, flush=True)
     print_table(rows)
@@ -129,13 +145,14 @@ def print_cell(cell, flush=False):
 
 def print_table(rows):
     head = (f"{'loss':4} {'thr':>3} | {'impl':7} | {'words/s':>10} {'train s':>8} | {'WS353':>6} "
-            f"{'SimLex':>6} {'analogy':>7}")
+            f"{'SimLex':>6} {'analogy':>7} | half-range over seeds")
     print("\n" + head + "\n" + "-" * len(head))
     for cell in rows:
         for name in ("gensim", "semhuff"):
             r = cell[name]
             print(f"{cell['loss']:4} {cell['threads']:>3} | {name:7} | {r['words_per_s']:>10,.0f} "
-                  f"{r['train_s']:>8.1f} | {r['ws353']:>6.3f} {r['simlex']:>6.3f} {r['analogy']:>7.3f}")
+                  f"{r['train_s']:>8.1f} | {r['ws353']:>6.3f} {r['simlex']:>6.3f} {r['analogy']:>7.3f}"
+                  f" | ±{r['ws353_spread'] / 2:.3f} ±{r['simlex_spread'] / 2:.3f} ±{r['analogy_spread'] / 2:.3f}")
         g, s = cell["gensim"], cell["semhuff"]
         print(f"{cell['loss']:4} {cell['threads']:>3} | {'ratio':7} | {s['words_per_s'] / g['words_per_s']:>9.2f}x "
               f"{s['train_s'] / g['train_s']:>7.2f}x | {s['ws353'] - g['ws353']:>+6.3f} "
