@@ -29,6 +29,8 @@ from semhuff.trees.semhuff import sibling_similarity
 from semhuff.trees.similarity import DEFAULT_TOP_K, load_similarity
 from semhuff.vocab import Vocab
 
+from .common import run_cli, setup_logging
+
 logger = logging.getLogger("semhuff.cli.tree")
 PROG = "semhuff-tree"
 
@@ -222,7 +224,9 @@ def _positive_int(text: str) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=PROG, description="Build and inspect SemHuff / Huffman trees.")
-    parser.add_argument("-q", "--quiet", action="store_true", help="only warnings and errors on stderr")
+    parser.add_argument("-v", "--verbose", action="count", default=0,
+                        help="-v: similarity reports and level timings, -vv: debug")
+    parser.add_argument("-q", "--quiet", action="count", default=0, help="quieter (warnings always show)")
     sub = parser.add_subparsers(dest="command", required=True)
 
     def similarity_options(p):
@@ -261,16 +265,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Optional[List[str]] = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO,
-                        format=f"{PROG}: %(levelname)s: %(message)s", stream=sys.stderr)
-    try:
-        return args.run(args)
-    except SemhuffError as exc:
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print(f"{PROG}: interrupted", file=sys.stderr)
-        return 130
+    setup_logging(args.verbose - args.quiet)
+    return run_cli(PROG, lambda: args.run(args))
 
 
 if __name__ == "__main__":

@@ -131,3 +131,8 @@ def test_make_tree_dispatch(tmp_path):
         make_tree("semhuff", vocab, demo_matrix(), colour="blue")
     with pytest.raises(TreeError):
         make_tree("huffman", vocab, "wordnet")
+
+
+def test_unknown_matching_method():
+    with pytest.raises(TreeError, match="unknown matching"):
+        build_semhuff(DEMO_COUNTS, demo_matrix(), matching="blossom")

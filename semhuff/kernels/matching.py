@@ -72,6 +72,20 @@ def _match_path(chain, chain_w, length, mate, matched_weight):
 
 
 @numba.njit(cache=True, nogil=True)
+def _match_cycle(chain, chain_w, length, mate, matched_weight):
+    # Optimal matching of the cycle chain[0] - ... - chain[length] == chain[0] (length >= 3):
+    # leave out its first edge, or take it and leave out both of its neighbours.
+    without_first = _path_table(chain_w[1:length], length - 1)[length - 1]
+    with_first = chain_w[0] + _path_table(chain_w[2:length - 1], length - 3)[length - 3]
+    if with_first > without_first:
+        mate[chain[0]], mate[chain[1]] = chain[1], chain[0]
+        matched_weight[chain[0]] = matched_weight[chain[1]] = chain_w[0]
+        _match_path(chain[2:length], chain_w[2:length - 1], length - 3, mate, matched_weight)
+    else:
+        _match_path(chain[1:length + 1], chain_w[1:length], length - 1, mate, matched_weight)
+
+
+@numba.njit(cache=True, nogil=True)
 def _path_growing(indptr, indices, weights, mate, matched_weight):
     # Maue & Sanders' Global Paths Algorithm: take edges heaviest first into a set of paths and
     # even cycles (every vertex degree <= 2, no odd cycle), then match each path or cycle
@@ -126,16 +140,7 @@ def _path_growing(indptr, indices, weights, mate, matched_weight):
             if not cycles:
                 _match_path(chain, chain_w, length, mate, matched_weight)
                 continue
-            # a cycle of `length` edges: leave out its first edge, or take it and leave out
-            # both of its neighbours
-            without_first = _path_table(chain_w[1:length], length - 1)[length - 1]
-            with_first = chain_w[0] + _path_table(chain_w[2:length - 1], length - 3)[length - 3]
-            if with_first > without_first:
-                mate[chain[0]], mate[chain[1]] = chain[1], chain[0]
-                matched_weight[chain[0]] = matched_weight[chain[1]] = chain_w[0]
-                _match_path(chain[2:length], chain_w[2:length - 1], length - 3, mate, matched_weight)
-            else:
-                _match_path(chain[1:length + 1], chain_w[1:length], length - 1, mate, matched_weight)
+            _match_cycle(chain, chain_w, length, mate, matched_weight)
 
 
 @numba.njit(cache=True, nogil=True)

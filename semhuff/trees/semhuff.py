@@ -172,9 +172,14 @@ def build_semhuff(vocab_or_counts, similarity, matching: str = "auto",
 
     ``similarity``: ``(V, V)`` sparse matrix of non-negative word similarities over vocabulary
     ids (see ``semhuff.trees.similarity``; symmetrised here by maximum). ``matching``:
-    ``"auto"`` (exact up to ``exact_max_edges`` edges per level, else the Numba approximation),
-    ``"exact"`` or ``"approx"``. ``on_level`` receives a ``LevelStats`` per level.
+    ``"auto"`` (levels up to ``exact_max_nodes`` nodes: blossom on each node's best edges, then
+    polished on the full level graph; larger levels: the Numba approximation), ``"exact"``
+    (blossom on every full level graph: minutes on large dense levels) or ``"approx"``.
+    ``on_level`` receives a ``LevelStats`` per level.
     """
+    if matching not in MATCHING_METHODS:
+        raise TreeError(f"unknown matching {matching!r} "
+                        f"(expected one of: {', '.join(MATCHING_METHODS)})")
     counts = getattr(vocab_or_counts, "counts", vocab_or_counts)
     huffman = build_huffman(counts)
     V = huffman.n_words

@@ -238,6 +238,15 @@ def pairs_file_similarity(path: str, vocab, top_k: int = DEFAULT_TOP_K,
 # -- (c) an existing embedding ---------------------------------------------------------------------
 
 @numba.njit(cache=True, nogil=True)
+def _weakest(values):
+    worst = 0
+    for j in range(1, values.shape[0]):
+        if values[j] < values[worst]:
+            worst = j
+    return worst
+
+
+@numba.njit(cache=True, nogil=True)
 def _block_top_k(scores, first_row, k, out_cols, out_vals):
     # Per row, the k largest scores without sorting the whole row: a running minimum threshold
     # over a small buffer (k << V), excluding the word itself.
@@ -256,17 +265,11 @@ def _block_top_k(scores, first_row, k, out_cols, out_vals):
                 buf_v[filled] = s
                 filled += 1
                 if filled == k:
-                    worst = 0
-                    for j in range(1, k):
-                        if buf_v[j] < buf_v[worst]:
-                            worst = j
+                    worst = _weakest(buf_v)
             elif s > buf_v[worst]:
                 buf_c[worst] = c
                 buf_v[worst] = s
-                worst = 0
-                for j in range(1, k):
-                    if buf_v[j] < buf_v[worst]:
-                        worst = j
+                worst = _weakest(buf_v)
 
 
 def cosine_top_k(vectors: np.ndarray, top_k: int = DEFAULT_TOP_K) -> Tuple[np.ndarray, np.ndarray]:
