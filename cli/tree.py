@@ -134,15 +134,20 @@ def format_neighbourhood(tree: Tree, words, word_id: int, up: int = 4, max_words
     inner_children = np.flatnonzero(tree.parent >= 0)
     children[tree.parent[inner_children] - V, tree.branch[inner_children]] = inner_children
     out: List[str] = []
-    shown = 0
+    shown = hidden = 0
+
+    def leaves_under(n: int) -> int:
+        return 1 if n < V else sum(leaves_under(int(c)) for c in children[n - V])
 
     def visit(n: int, indent: int) -> None:
-        nonlocal shown
+        nonlocal shown, hidden
+        if shown >= max_words:  # print no empty levels once the budget is spent
+            hidden += leaves_under(n)
+            return
         pad = "  " * indent
         if n < V:
-            if shown < max_words:
-                mark = "   <!-- query -->" if n == word_id else ""
-                out.append(f"{pad}<word>{words[n]}</word>{mark}")
+            mark = "   <!-- query -->" if n == word_id else ""
+            out.append(f"{pad}<word>{words[n]}</word>{mark}")
             shown += 1
             return
         out.append(f"{pad}<level{int(depth[n])}>")
@@ -151,8 +156,8 @@ def format_neighbourhood(tree: Tree, words, word_id: int, up: int = 4, max_words
         out.append(f"{pad}</level{int(depth[n])}>")
 
     visit(node, 0)
-    if shown > max_words:
-        out.append(f"<!-- {shown - max_words} more words not shown -->")
+    if hidden:
+        out.append(f"<!-- {hidden} more words not shown -->")
     return "\n".join(out)
 
 

@@ -3,7 +3,7 @@ import os
 import numpy as np
 import pytest
 
-from cli.tree import format_neighbourhood, main
+from semhuff.cli.tree import format_neighbourhood, main  # the top-level cli/ folder
 from semhuff.tree import Tree
 from semhuff.trees.huffman import build_huffman
 
