@@ -184,7 +184,11 @@ def build_semhuff(vocab_or_counts, similarity, matching: str = "auto",
     huffman = build_huffman(counts)
     V = huffman.n_words
     if V <= 2:
-        return Tree(huffman.parent, huffman.branch, kind="semhuff")  # nothing to rearrange
+        # nothing to rearrange; a one-word tree has no inner node at all
+        (logger.warning if V == 1 else logger.info)(
+            "vocabulary of %d word(s): the SemHuff tree is the Huffman tree%s", V,
+            " (hierarchical softmax needs at least two words)" if V == 1 else "")
+        return Tree(huffman.parent, huffman.branch, kind="semhuff")
     depth = huffman.node_depths()
     u, v, w = _leaf_edges(similarity, V)
     leaf_depth = depth[:V]
