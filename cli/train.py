@@ -44,6 +44,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--loss", choices=("hs", "ns"), default="hs", help="hierarchical softmax or negative sampling")
     g.add_argument("--negative", type=int, default=5, help="noise words per prediction (--loss ns)")
     g.add_argument("--tree", default="huffman", help="tree for --loss hs: huffman or semhuff")
+    g.add_argument("--hs-order", choices=("batched", "word2vec"), default="batched",
+                   help="skip-gram + HS: batch a centre's contexts per path node (fast) or "
+                        "word2vec.c's exact context-by-context order (about half the speed)")
     g.add_argument("--similarity", help="similarity knowledge for --tree semhuff: wordnet, a pairs file or a vectors file")
     g = p.add_argument_group("vocabulary")
     g.add_argument("--min-count", type=int, default=5, help="drop words seen fewer times")
@@ -100,6 +103,7 @@ def _run(args) -> int:
                          max_vocab_size=args.max_vocab_size, max_final_vocab=args.max_final_vocab,
                          sample=args.sample, sg=args.model == "sg", loss=args.loss,
                          negative=args.negative, tree=args.tree, similarity=args.similarity,
+                         hs_order=args.hs_order,
                          alpha=args.alpha, min_alpha=args.min_alpha, epochs=args.epochs,
                          workers=args.workers, seed=args.seed,
                          max_sentence_length=args.max_sentence_length, progress=progress)

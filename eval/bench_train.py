@@ -71,7 +71,7 @@ def run_gensim(path, tokens, loss, threads, seed, args) -> dict:
 def run_semhuff(path, tokens, loss, threads, seed, args) -> dict:
     from semhuff import Word2Vec
     model = Word2Vec(vector_size=args.dim, window=5, min_count=5, sample=1e-3, sg=1, loss=loss,
-                     negative=args.negative, alpha=0.025, min_alpha=0.0001, epochs=args.epochs,
+                     negative=args.negative, hs_order=args.hs_order, alpha=0.025, min_alpha=0.0001, epochs=args.epochs,
                      workers=threads, seed=seed, progress=False)
     t0 = time.perf_counter()
     model.build_vocab(path)
@@ -101,6 +101,8 @@ def main(argv=None) -> int:
     p.add_argument("--negative", type=int, default=5)
     p.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     p.add_argument("--loss", nargs="+", default=["hs", "ns"], choices=["hs", "ns"])
+    p.add_argument("--hs-order", default="batched", choices=["batched", "word2vec"],
+                   help="semhuff's skip-gram + HS order (see docs/performance.md)")
     p.add_argument("--seeds", type=int, nargs="+", default=[1],
                    help="train every cell once per seed; quality is reported as mean and spread")
     p.add_argument("--json", help="also write the results here")
@@ -114,7 +116,8 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory(prefix="semhuff-bench-") as folder:
         path, tokens = write_prefix(args.corpus, args.tokens, folder)
         print(f"corpus: {args.corpus}, {tokens:,} tokens; skip-gram dim {args.dim} window 5 "
-              f"min_count 5 sample 1e-3, {args.epochs} epochs, seeds {args.seeds}; "
+              f"min_count 5 sample 1e-3, {args.epochs} epochs, seeds {args.seeds}, semhuff HS order "
+              f"{args.hs_order}; "
               f"cpu count {os.cpu_count()}")
         for loss in args.loss:  # compile (or load) the kernels outside the timed runs
             Word2Vec([["warm", "up"]] * 8, min_count=1, vector_size=args.dim, loss=loss,

@@ -72,7 +72,8 @@ class Word2Vec:
                  min_count: int = 5, max_vocab_size: Optional[int] = None,
                  max_final_vocab: Optional[int] = None, sample: float = 1e-3, sg: int = 1,
                  loss: str = "hs", negative: int = 5, ns_exponent: float = 0.75,
-                 tree: Union[str, Tree] = "huffman", similarity=None, alpha: float = 0.025,
+                 tree: Union[str, Tree] = "huffman", similarity=None, hs_order: str = "batched",
+                 alpha: float = 0.025,
                  min_alpha: float = 0.0001, epochs: int = 5, workers: Optional[int] = None,
                  seed: int = 1, max_sentence_length: int = DEFAULT_MAX_SENTENCE_LENGTH,
                  chunk_words: int = 100_000, progress: bool = True):
@@ -91,6 +92,9 @@ class Word2Vec:
         self.ns_exponent = float(ns_exponent)
         self.tree_spec = tree
         self.similarity = similarity
+        if hs_order not in HierarchicalSoftmax.ORDERS:
+            raise OptionError(f"hs_order must be 'batched' or 'word2vec', got {hs_order!r}")
+        self.hs_order = hs_order
         self.alpha = float(alpha)
         self.min_alpha = float(min_alpha)
         self.epochs = int(epochs)
@@ -132,7 +136,7 @@ class Word2Vec:
     def _make_layer(self) -> OutputLayer:
         if self.loss == "ns":
             return NegativeSampling(self.vocab.counts, self.negative, self.ns_exponent)
-        return HierarchicalSoftmax(self._make_tree())
+        return HierarchicalSoftmax(self._make_tree(), self.hs_order)
 
     def _make_tree(self) -> Tree:
         spec = self.tree_spec
@@ -197,8 +201,8 @@ class Word2Vec:
     def params(self) -> dict:
         return {k: getattr(self, k) for k in (
             "vector_size", "window", "min_count", "max_vocab_size", "max_final_vocab", "sample",
-            "sg", "loss", "negative", "ns_exponent", "alpha", "min_alpha", "epochs", "workers",
-            "seed", "max_sentence_length", "chunk_words")}
+            "sg", "loss", "negative", "ns_exponent", "hs_order", "alpha", "min_alpha", "epochs",
+            "workers", "seed", "max_sentence_length", "chunk_words")}
 
     def save(self, path: str) -> None:
         """The full model (vectors, output weights, tree, vocabulary, settings) as one ``.npz``

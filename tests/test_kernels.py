@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from semhuff.kernels import reference
-from semhuff.kernels.hs import cbow_hs_kernel, sg_hs_kernel
+from semhuff.kernels.hs import cbow_hs_kernel, sg_hs_kernel, sg_hs_word2vec_kernel
 from semhuff.kernels.ns import build_alias_table, cbow_ns_kernel, sg_ns_kernel
 from semhuff.trees.huffman import build_huffman
 from semhuff.vocab import Vocab
@@ -52,6 +52,12 @@ def _ns_args(vocab):
 @pytest.mark.parametrize("sample", [0.0, 0.05])
 def test_sg_hs_matches_reference(sample):
     _compare(sg_hs_kernel(DIM), reference.sg_hs, _hs_args, lambda v: len(v) - 1, sample)
+
+
+@pytest.mark.parametrize("sample", [0.0, 0.05])
+def test_sg_hs_word2vec_order_matches_reference(sample):
+    _compare(sg_hs_word2vec_kernel(DIM), reference.sg_hs_word2vec, _hs_args, lambda v: len(v) - 1,
+             sample)
 
 
 @pytest.mark.parametrize("sample", [0.0, 0.05])

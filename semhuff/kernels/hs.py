@@ -30,6 +30,33 @@ from .common import (LOG_SIGMOID_TABLE, MAX_EXP, SIGMOID_TABLE, add_to_contexts,
                      reduced_window, subsample_sentence, table_index)
 
 
+@numba.njit(inline="always", nogil=True)
+def walk_path(h, w, syn1, points, codes, lengths, alpha, err, D):
+    """One hierarchical-softmax prediction of word ``w`` from the input vector ``h``, node by
+    node in word2vec's order: updates the node rows and sets ``err`` to the input's error.
+    Returns the negative log-likelihood."""
+    loss = 0.0
+    for d in range(D):
+        err[d] = 0.0
+    for i in range(lengths[w]):
+        node = points[w, i]
+        code = codes[w, i]
+        s = np.float32(0.0)
+        for d in range(D):
+            s += h[d] * syn1[node, d]
+        if s <= -MAX_EXP or s >= MAX_EXP:
+            loss -= log_sigmoid(np.float64(s) * (1 - 2 * code))
+            continue
+        idx = table_index(s)
+        gg = (np.float32(1 - code) - SIGMOID_TABLE[idx]) * alpha
+        loss -= log_sigmoid_signed(LOG_SIGMOID_TABLE, idx, code)
+        for d in range(D):
+            err[d] += gg * syn1[node, d]
+        for d in range(D):
+            syn1[node, d] += gg * h[d]
+    return loss
+
+
 @functools.lru_cache(maxsize=None)
 def sg_hs_kernel(dim: int):
     D = int(dim)
@@ -102,14 +129,52 @@ def sg_hs_kernel(dim: int):
 
 
 @functools.lru_cache(maxsize=None)
+def sg_hs_word2vec_kernel(dim: int):
+    """Skip-gram + HS in word2vec.c's exact order: each context word walks the centre's path on
+    its own, and every node row is updated before the next context reads it. About half the
+    speed of the batched kernel (each context's dot product waits for the previous update);
+    kept for users who want word2vec's semantics to the letter (``hs_order="word2vec"``)."""
+    D = int(dim)
+
+    @numba.njit(cache=True, nogil=True, fastmath=True)
+    def sg_hs_word2vec(ids, bounds, syn0, syn1, points, codes, lengths, keep_thr, window,
+                       alpha0, min_alpha, words_before, total_words, seed):
+        state = np.uint64(seed)
+        sent = np.empty(longest_sentence(bounds), np.int32)
+        err = np.empty(D, np.float32)
+        loss = 0.0
+        pairs = 0
+        trained = 0
+        start = 0
+        for si in range(bounds.shape[0]):
+            end = bounds[si]
+            alpha = np.float32(alpha_at(alpha0, min_alpha, words_before + start, total_words))
+            n, state = subsample_sentence(ids, start, end, keep_thr, sent, state)
+            start = end
+            trained += n
+            for pos in range(n):
+                w = sent[pos]
+                lo, hi, state = reduced_window(pos, n, window, state)
+                for c in range(lo, hi):
+                    if c == pos:
+                        continue
+                    r = sent[c]
+                    pairs += 1
+                    loss += walk_path(syn0[r], w, syn1, points, codes, lengths, alpha, err, D)
+                    for d in range(D):
+                        syn0[r, d] += err[d]
+        return loss, pairs, trained
+
+    return sg_hs_word2vec
+
+
+@functools.lru_cache(maxsize=None)
 def cbow_hs_kernel(dim: int):
     D = int(dim)
 
     @numba.njit(cache=True, nogil=True, fastmath=True)
     def cbow_hs(ids, bounds, syn0, syn1, points, codes, lengths, keep_thr, window,
                 alpha0, min_alpha, words_before, total_words, seed):
-        sig_table = SIGMOID_TABLE
-        logsig_table = LOG_SIGMOID_TABLE
         state = np.uint64(seed)
         sent = np.empty(longest_sentence(bounds), np.int32)
         hidden = np.empty(D, np.float32)
@@ -131,24 +196,7 @@ def cbow_hs_kernel(dim: int):
                     continue
                 pairs += 1
                 context_mean(syn0, sent, lo, hi, pos, hidden, D)
-                for d in range(D):
-                    err[d] = 0.0
-                for i in range(lengths[w]):
-                    node = points[w, i]
-                    code = codes[w, i]
-                    s = np.float32(0.0)
-                    for d in range(D):
-                        s += hidden[d] * syn1[node, d]
-                    if s <= -MAX_EXP or s >= MAX_EXP:
-                        loss -= log_sigmoid(np.float64(s) * (1 - 2 * code))
-                        continue
-                    idx = table_index(s)
-                    gg = (np.float32(1 - code) - sig_table[idx]) * alpha
-                    loss -= log_sigmoid_signed(logsig_table, idx, code)
-                    for d in range(D):
-                        err[d] += gg * syn1[node, d]
-                    for d in range(D):
-                        syn1[node, d] += gg * hidden[d]
+                loss += walk_path(hidden, w, syn1, points, codes, lengths, alpha, err, D)
                 add_to_contexts(syn0, sent, lo, hi, pos, err, D)
         return loss, pairs, trained
 

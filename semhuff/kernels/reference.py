@@ -81,6 +81,35 @@ def sg_hs(ids, bounds, syn0, syn1, points, codes, lengths, keep_thr, window, alp
     return loss, pairs, trained
 
 
+def sg_hs_word2vec(ids, bounds, syn0, syn1, points, codes, lengths, keep_thr, window, alpha0,
+                   min_alpha, words_before, total_words, seed):
+    """Skip-gram + hierarchical softmax in word2vec.c's order: context by context."""
+    rng = Lcg(seed)
+    loss, pairs, trained = 0.0, 0, 0
+    for start, sent in _sentences(ids, bounds, keep_thr, rng):
+        alpha = np.float32(_alpha(alpha0, min_alpha, words_before + start, total_words))
+        trained += len(sent)
+        for pos, w in enumerate(sent):
+            lo, hi = _window(pos, len(sent), window, rng)
+            for c in range(lo, hi):
+                if c == pos:
+                    continue
+                r = sent[c]
+                pairs += 1
+                err = np.zeros(syn0.shape[1], np.float32)
+                for i in range(lengths[w]):
+                    node, code = points[w, i], int(codes[w, i])
+                    f, nll = _sigmoid_and_nll(float(np.dot(syn0[r], syn1[node])), code)
+                    loss += nll
+                    if f is None:
+                        continue
+                    g = np.float32((1 - code - f) * alpha)
+                    err += g * syn1[node]
+                    syn1[node] += g * syn0[r]
+                syn0[r] += err
+    return loss, pairs, trained
+
+
 def cbow_hs(ids, bounds, syn0, syn1, points, codes, lengths, keep_thr, window, alpha0,
             min_alpha, words_before, total_words, seed):
     rng = Lcg(seed)
