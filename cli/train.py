@@ -44,9 +44,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--loss", choices=("hs", "ns"), default="hs", help="hierarchical softmax or negative sampling")
     g.add_argument("--negative", type=int, default=5, help="noise words per prediction (--loss ns)")
     g.add_argument("--tree", default="huffman", help="tree for --loss hs: huffman or semhuff")
-    g.add_argument("--hs-order", choices=("batched", "word2vec"), default="batched",
-                   help="skip-gram + HS: batch a centre's contexts per path node (fast) or "
-                        "word2vec.c's exact context-by-context order (about half the speed)")
+    g.add_argument("--hs-order", choices=("word2vec", "batched"), default="word2vec",
+                   help="skip-gram + HS update order: word2vec.c's, context by context, or a "
+                        "centre's contexts batched per path node (p-tHSM)")
     g.add_argument("--similarity", help="similarity knowledge for --tree semhuff: wordnet, a pairs file or a vectors file")
     g = p.add_argument_group("vocabulary")
     g.add_argument("--min-count", type=int, default=5, help="drop words seen fewer times")
