@@ -323,6 +323,8 @@ def fmt(s: Optional[dict], metric: str) -> str:
         return "–"
     if metric == "MR":
         return f"{s['mean']:,.0f} ± {s['spread']:,.0f}"
+    if metric in ("MRR", "accuracy"):  # small differences that matter
+        return f"{s['mean']:.4f} ± {s['spread']:.4f}"
     return f"{s['mean']:.3f} ± {s['spread']:.3f}"
 
 
