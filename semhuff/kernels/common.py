@@ -1,6 +1,11 @@
 """Building blocks shared by the training kernels: the random stream, the sigmoid, the
 down-sampling + reduced-window bookkeeping. All small ``inline`` functions, so the kernels
-compile into one loop nest without calls on the hot path."""
+compile into one loop nest without calls on the hot path.
+
+Each kernel still spells out the same short sentence loop (alpha, down-sampling, window) around
+its own per-centre body. That is deliberate: handing the body to a shared driver as a function
+would make the kernel factories closures over Numba dispatchers, whose disk-cache keys are not
+stable across processes (numba issues #6264, #2065), so every run would recompile."""
 from __future__ import annotations
 
 import numba
