@@ -204,7 +204,8 @@ class Experiment:
         model = Word2Vec(None, vector_size=dim, window=self.args.window, min_count=self.args.min_count,
                          sample=self.args.sample, sg=1, loss="ns" if method == "ns7" else "hs",
                          negative=self.args.negative, tree=tree, epochs=self.args.epochs,
-                         workers=self.args.workers, seed=seed, progress=False)
+                         workers=self.args.workers, seed=seed, progress=False,
+                         **({"hs_order": self.args.hs_order} if self.args.hs_order else {}))
         model.vocab = self.vocab()  # the same vocabulary for every cell: no second corpus scan
         model.layer = model._make_layer()
         model._init_weights()
@@ -219,7 +220,8 @@ class Experiment:
                 "raw_words": report.raw_words, "trained_words": report.trained_words,
                 "loss_per_pair": [e.loss_per_pair for e in report.epochs],
                 "vocab_size": len(model.vocab), "workers": self.args.workers,
-                "layer": model.layer.describe(), **tree_info}
+                "layer": model.layer.describe(), "hs_order": getattr(model, "hs_order", None),
+                **tree_info}
         write_json(record, info)
         log(f"d{dim} s{seed} {method}: {report.seconds:.1f} s, {report.words_per_second:,.0f} words/s, "
             f"loss {info['loss_per_pair'][-1]:.4f}")
@@ -350,16 +352,21 @@ def markdown(results: dict, args) -> str:
             if any(c != "–" for c in row[1:1 + len(methods)]):
                 lines.append("| " + " | ".join(row) + " |")
         lines.append("")
-    lines += ["Timings (seconds; mean ± half-range over seeds; 2 workers on a shared 2-core machine):", "",
+    lines += ["Timings in seconds, mean ± half-range over seeds, except training time and words/s: "
+              "fastest seed (slowest in brackets), since other jobs on the shared 2-core machine "
+              "slowed some cells down. 2 workers.", "",
               "| dim | method | tree build | training | words/s | final loss/pair | evaluation |",
               "|---|---|---|---|---|---|---|"]
     for dim in args.dims:
         for m in methods:
             s = results["cells"][f"d{dim}/{m}"]["summary"]
             t = lambda x, p=1: "–" if x is None else f"{x['mean']:,.{p}f} ± {x['spread']:,.{p}f}"
+            best = lambda x, low: "–" if x is None else (
+                f"{min(x['values']):,.1f} ({max(x['values']):,.1f})" if low
+                else f"{max(x['values']):,.0f} ({min(x['values']):,.0f})")
             tree = t(s["tree_seconds"]) + (" (built once, cached)" if m == "semhuff-wn" and s["tree_seconds"] else "")
             lines.append(f"| {dim} | {LABELS[m]} | {tree if m.startswith('semhuff') else '–'} | "
-                         f"{t(s['train_seconds'])} | {t(s['words_per_second'], 0)} | "
+                         f"{best(s['train_seconds'], True)} | {best(s['words_per_second'], False)} | "
                          f"{t(s['final_loss'], 4)} | {t(s['eval_seconds'], 0)} |")
     lines.append("")
     return "\n".join(lines)
@@ -391,6 +398,9 @@ def parse_args(argv=None):
     p.add_argument("--negative", type=int, default=7)
     p.add_argument("--top-k", type=int, default=30, help="similarity neighbours per word for the trees")
     p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--hs-order", choices=("word2vec", "batched"), default=None,
+                   help="skip-gram HS update order (default: the trainer's default; the documented "
+                        "run used 'batched', the default before commit c230fb4)")
     p.add_argument("--pos-corpora", default="conll2000", help="POS corpora for the suite (default conll2000 only)")
     p.add_argument("--data-dir", default=None, help="evaluation data root (default $SEMHUFF_DATA)")
     p.add_argument("--lock", default="/tmp/semhuff-heavy.lock", help="flock file for heavy steps; '' = none")
