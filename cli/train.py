@@ -44,9 +44,10 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--loss", choices=("hs", "ns"), default="hs", help="hierarchical softmax or negative sampling")
     g.add_argument("--negative", type=int, default=5, help="noise words per prediction (--loss ns)")
     g.add_argument("--tree", default="huffman", help="tree for --loss hs: huffman or semhuff")
-    g.add_argument("--hs-order", choices=("word2vec", "batched"), default="word2vec",
-                   help="skip-gram + HS update order: word2vec.c's, context by context, or a "
-                        "centre's contexts batched per path node (p-tHSM)")
+    g.add_argument("--hs-order", choices=("mixed", "word2vec", "batched"), default="mixed",
+                   help="skip-gram + HS update order: word2vec.c's (context by context), batched "
+                        "(a centre's contexts per path node, p-tHSM), or mixed (batched on the top "
+                        "4 tree levels, word2vec's below: scales best across threads)")
     g.add_argument("--similarity", help="similarity knowledge for --tree semhuff: wordnet, a pairs file or a vectors file")
     g = p.add_argument_group("vocabulary")
     g.add_argument("--min-count", type=int, default=5, help="drop words seen fewer times")

@@ -101,7 +101,7 @@ def main(argv=None) -> int:
     p.add_argument("--negative", type=int, default=5)
     p.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     p.add_argument("--loss", nargs="+", default=["hs", "ns"], choices=["hs", "ns"])
-    p.add_argument("--hs-order", default="word2vec", choices=["word2vec", "batched"],
+    p.add_argument("--hs-order", default="mixed", choices=["mixed", "word2vec", "batched"],
                    help="semhuff's skip-gram + HS order (see docs/performance.md)")
     p.add_argument("--seeds", type=int, nargs="+", default=[1],
                    help="train every cell once per seed; quality is reported as mean and spread")

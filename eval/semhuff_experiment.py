@@ -398,7 +398,7 @@ def parse_args(argv=None):
     p.add_argument("--negative", type=int, default=7)
     p.add_argument("--top-k", type=int, default=30, help="similarity neighbours per word for the trees")
     p.add_argument("--workers", type=int, default=2)
-    p.add_argument("--hs-order", choices=("word2vec", "batched"), default=None,
+    p.add_argument("--hs-order", choices=("mixed", "word2vec", "batched"), default=None,
                    help="skip-gram HS update order (default: the trainer's default; the documented "
                         "run used 'batched', the default before commit c230fb4)")
     p.add_argument("--pos-corpora", default="conll2000", help="POS corpora for the suite (default conll2000 only)")

@@ -72,7 +72,7 @@ class Word2Vec:
                  min_count: int = 5, max_vocab_size: Optional[int] = None,
                  max_final_vocab: Optional[int] = None, sample: float = 1e-3, sg: int = 1,
                  loss: str = "hs", negative: int = 5, ns_exponent: float = 0.75,
-                 tree: Union[str, Tree] = "huffman", similarity=None, hs_order: str = "word2vec",
+                 tree: Union[str, Tree] = "huffman", similarity=None, hs_order: str = "mixed",
                  alpha: float = 0.025,
                  min_alpha: float = 0.0001, epochs: int = 5, workers: Optional[int] = None,
                  seed: int = 1, max_sentence_length: int = DEFAULT_MAX_SENTENCE_LENGTH,
@@ -93,7 +93,7 @@ class Word2Vec:
         self.tree_spec = tree
         self.similarity = similarity
         if hs_order not in HierarchicalSoftmax.ORDERS:
-            raise OptionError(f"hs_order must be 'batched' or 'word2vec', got {hs_order!r}")
+            raise OptionError(f"hs_order must be one of {HierarchicalSoftmax.ORDERS}, got {hs_order!r}")
         self.hs_order = hs_order
         self.alpha = float(alpha)
         self.min_alpha = float(min_alpha)

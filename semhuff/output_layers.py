@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .kernels.hs import cbow_hs_kernel, sg_hs_kernel, sg_hs_word2vec_kernel
+from .kernels.hs import cbow_hs_kernel, sg_hs_kernel
 from .kernels.ns import build_alias_table, cbow_ns_kernel, sg_ns_kernel
 from .tree import Tree
 
@@ -54,15 +54,20 @@ class OutputLayer:
 
 
 class HierarchicalSoftmax(OutputLayer):
-    """``order`` (skip-gram only): "word2vec" (default) follows word2vec.c's order exactly, context
-    by context; "batched" processes all context words of a centre per path node at once (the
-    p-tHSM formulation). Measured: the same speed on the CPU, and the batched order scores Google
-    analogies about 1 point lower (docs/performance.md)."""
+    """``order`` (skip-gram only) says how a centre's context words walk the centre's path:
+
+    * "word2vec": context by context, word2vec.c's order exactly;
+    * "batched": all contexts per path node at once (the p-tHSM formulation);
+    * "mixed" (default): batched over the top ``MIXED_LEVELS`` nodes of the path, which nearly
+      every word shares and both threads would otherwise keep writing, word2vec's order below.
+    Measured trade-offs in docs/performance.md."""
 
     name = "hs"
-    ORDERS = ("word2vec", "batched")
+    ORDERS = ("mixed", "word2vec", "batched")
+    MIXED_LEVELS = 4
+    _BATCH_LEVELS = {"word2vec": 0, "mixed": MIXED_LEVELS, "batched": 1 << 30}
 
-    def __init__(self, tree: Tree, order: str = "word2vec"):
+    def __init__(self, tree: Tree, order: str = "mixed"):
         super().__init__()
         if order not in self.ORDERS:
             raise ValueError(f"hs order must be one of {self.ORDERS}, got {order!r}")
@@ -77,7 +82,7 @@ class HierarchicalSoftmax(OutputLayer):
     def kernel(self, sg, dim):
         if not sg:
             return cbow_hs_kernel(dim)
-        return sg_hs_kernel(dim) if self.order == "batched" else sg_hs_word2vec_kernel(dim)
+        return sg_hs_kernel(dim, self._BATCH_LEVELS[self.order])
 
     def kernel_args(self):
         t = self.tree
@@ -87,7 +92,7 @@ class HierarchicalSoftmax(OutputLayer):
         return {**super().state(), **self.tree.to_arrays()}
 
     def describe(self):
-        order = ", contexts batched per node" if self.order == "batched" else ""
+        order = f", {self.order} order"
         return f"hierarchical softmax over a {self.tree.kind} tree (max depth {self.tree.max_depth}{order})"
 
 

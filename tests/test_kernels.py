@@ -4,7 +4,9 @@ import numpy as np
 import pytest
 
 from semhuff.kernels import reference
-from semhuff.kernels.hs import cbow_hs_kernel, sg_hs_kernel, sg_hs_word2vec_kernel
+import functools
+
+from semhuff.kernels.hs import cbow_hs_kernel, sg_hs_kernel
 from semhuff.kernels.ns import build_alias_table, cbow_ns_kernel, sg_ns_kernel
 from semhuff.trees.huffman import build_huffman
 from semhuff.vocab import Vocab
@@ -49,15 +51,11 @@ def _ns_args(vocab):
     return (thr, alias, 4)
 
 
+@pytest.mark.parametrize("batch_levels", [0, 2, 1 << 30])  # word2vec order, mixed, batched
 @pytest.mark.parametrize("sample", [0.0, 0.05])
-def test_sg_hs_matches_reference(sample):
-    _compare(sg_hs_kernel(DIM), reference.sg_hs, _hs_args, lambda v: len(v) - 1, sample)
-
-
-@pytest.mark.parametrize("sample", [0.0, 0.05])
-def test_sg_hs_word2vec_order_matches_reference(sample):
-    _compare(sg_hs_word2vec_kernel(DIM), reference.sg_hs_word2vec, _hs_args, lambda v: len(v) - 1,
-             sample)
+def test_sg_hs_matches_reference(sample, batch_levels):
+    ref = functools.partial(reference.sg_hs, batch_levels=batch_levels)
+    _compare(sg_hs_kernel(DIM, batch_levels), ref, _hs_args, lambda v: len(v) - 1, sample)
 
 
 @pytest.mark.parametrize("sample", [0.0, 0.05])
@@ -99,7 +97,7 @@ def test_one_skipgram_hs_step_by_hand():
             exp1[node] += g * exp0[context]
         exp0[context] += err
     keep = np.full(3, 0xFFFFFFFF, np.uint32)
-    loss, pairs, trained = sg_hs_kernel(DIM)(
+    loss, pairs, trained = sg_hs_kernel(DIM, 0)(
         np.array([0, 1], np.int32), np.array([2], np.int64), syn0, syn1, tree.points, tree.codes,
         tree.lengths, keep, 1, alpha, alpha, 0, 2, np.uint64(1))
     assert (pairs, trained) == (2, 2)

@@ -6,15 +6,13 @@ than a run-time D). ``numba``'s disk cache keys closures by their captured const
 dimension is compiled once per machine, not once per process.
 
 Skip-gram follows word2vec: every context word's input vector predicts the centre word through
-the centre's path. All context words of one centre share that path. ``sg_hs_word2vec_kernel`` (the
-default) walks it context by context, exactly as word2vec.c. ``sg_hs_kernel`` processes them as
-a batch (the p-tHSM formulation, Jiang et al.): for each path node, the scores of all contexts
-are taken against the node's row, the row is then updated once with all their gradients, and
-each context vector receives its accumulated error after the whole path; within one centre the
-contexts thus see the same node rows (a mini-batch of <= 2*window). Measured: with a run-time
-dimension the batch was 1.47x faster; with the dimension a compile-time constant both run at the
-same speed, and the batch scores Google analogies about 1 point lower, so word2vec's order is
-the default (docs/performance.md).
+the centre's path, so all context words of one centre share that path. ``sg_hs_kernel(dim,
+batch_levels)`` walks the top ``batch_levels`` nodes of the path for all contexts at once (the
+p-tHSM formulation, Jiang et al.: scores against the node's row, then one row update with all
+the gradients) and the deeper nodes context by context, as word2vec.c does. 0 is word2vec's
+order exactly; the default "mixed" order batches the top 4 levels: nearly every word passes
+through them, so batching them means each hot row is written once per centre instead of once per
+context, and two threads fight much less over their cache lines (docs/performance.md).
 
 Scores outside (-MAX_EXP, MAX_EXP) give no update, as in word2vec. The loss (negative
 log-likelihood, nats) is accumulated in float64 from a log-sigmoid table at the same bins, and
@@ -33,14 +31,12 @@ from .common import (LOG_SIGMOID_TABLE, MAX_EXP, SIGMOID_TABLE, add_to_contexts,
 
 
 @numba.njit(inline="always", nogil=True)
-def walk_path(h, w, syn1, points, codes, lengths, alpha, err, D):
-    """One hierarchical-softmax prediction of word ``w`` from the input vector ``h``, node by
-    node in word2vec's order: updates the node rows and sets ``err`` to the input's error.
-    Returns the negative log-likelihood."""
+def walk_path(h, w, syn1, points, codes, lengths, alpha, first, err, D):
+    """Hierarchical-softmax prediction of word ``w`` from the input vector ``h`` over the path
+    nodes from depth ``first`` down, node by node in word2vec's order: updates the node rows and
+    adds the input's error to ``err``. Returns the negative log-likelihood."""
     loss = 0.0
-    for d in range(D):
-        err[d] = 0.0
-    for i in range(lengths[w]):
+    for i in range(first, lengths[w]):
         node = points[w, i]
         code = codes[w, i]
         s = np.float32(0.0)
@@ -60,8 +56,14 @@ def walk_path(h, w, syn1, points, codes, lengths, alpha, err, D):
 
 
 @functools.lru_cache(maxsize=None)
-def sg_hs_kernel(dim: int):
+def sg_hs_kernel(dim: int, batch_levels: int = 0):
+    """Skip-gram + HS. The top ``batch_levels`` nodes of the centre's path are processed for all
+    context words at once (p-tHSM batch: scores against the node's row, one row update with all
+    gradients); the deeper nodes are walked context by context in word2vec.c's order. Each
+    context vector receives its error after its whole path. ``batch_levels=0`` is word2vec.c's
+    order exactly; a value above the tree depth is the fully batched order."""
     D = int(dim)
+    TOP = int(batch_levels)
 
     @numba.njit(cache=True, nogil=True, fastmath=True)
     def sg_hs(ids, bounds, syn0, syn1, points, codes, lengths, keep_thr, window,
@@ -96,7 +98,11 @@ def sg_hs_kernel(dim: int):
                 for j in range(k):
                     for d in range(D):
                         neu[j, d] = 0.0
-                for i in range(lengths[w]):
+                depth = lengths[w]
+                top = TOP if TOP < depth else depth
+                # the top of the path, shared by most words: batched over the contexts, so each
+                # hot row is written once per centre (less cache-line traffic between threads)
+                for i in range(top):
                     node = points[w, i]
                     code = codes[w, i]
                     label = np.float32(1 - code)
@@ -121,53 +127,16 @@ def sg_hs_kernel(dim: int):
                             neu[j, d] += gj * prow[d]
                         for d in range(D):
                             syn1[node, d] += gj * syn0[r, d]
+                # the rest of the path: word2vec's order, context by context
                 for j in range(k):
                     r = ctx[j]
+                    loss += walk_path(syn0[r], w, syn1, points, codes, lengths, alpha, top,
+                                      neu[j], D)
                     for d in range(D):
                         syn0[r, d] += neu[j, d]
         return loss, pairs, trained
 
     return sg_hs
-
-
-@functools.lru_cache(maxsize=None)
-def sg_hs_word2vec_kernel(dim: int):
-    """Skip-gram + HS in word2vec.c's exact order (the default): each context word walks the
-    centre's path on its own, and every node row is updated before the next context reads it.
-    With the dimension a compile-time constant this is as fast as the batched kernel (measured,
-    docs/performance.md) and matches gensim's quality."""
-    D = int(dim)
-
-    @numba.njit(cache=True, nogil=True, fastmath=True)
-    def sg_hs_word2vec(ids, bounds, syn0, syn1, points, codes, lengths, keep_thr, window,
-                       alpha0, min_alpha, words_before, total_words, seed):
-        state = np.uint64(seed)
-        sent = np.empty(longest_sentence(bounds), np.int32)
-        err = np.empty(D, np.float32)
-        loss = 0.0
-        pairs = 0
-        trained = 0
-        start = 0
-        for si in range(bounds.shape[0]):
-            end = bounds[si]
-            alpha = np.float32(alpha_at(alpha0, min_alpha, words_before + start, total_words))
-            n, state = subsample_sentence(ids, start, end, keep_thr, sent, state)
-            start = end
-            trained += n
-            for pos in range(n):
-                w = sent[pos]
-                lo, hi, state = reduced_window(pos, n, window, state)
-                for c in range(lo, hi):
-                    if c == pos:
-                        continue
-                    r = sent[c]
-                    pairs += 1
-                    loss += walk_path(syn0[r], w, syn1, points, codes, lengths, alpha, err, D)
-                    for d in range(D):
-                        syn0[r, d] += err[d]
-        return loss, pairs, trained
-
-    return sg_hs_word2vec
 
 
 @functools.lru_cache(maxsize=None)
@@ -198,7 +167,9 @@ def cbow_hs_kernel(dim: int):
                     continue
                 pairs += 1
                 context_mean(syn0, sent, lo, hi, pos, hidden, D)
-                loss += walk_path(hidden, w, syn1, points, codes, lengths, alpha, err, D)
+                for d in range(D):
+                    err[d] = 0.0
+                loss += walk_path(hidden, w, syn1, points, codes, lengths, alpha, 0, err, D)
                 add_to_contexts(syn0, sent, lo, hi, pos, err, D)
         return loss, pairs, trained
 

@@ -53,8 +53,10 @@ def _alpha(alpha0, min_alpha, done, total):
 
 
 def sg_hs(ids, bounds, syn0, syn1, points, codes, lengths, keep_thr, window, alpha0, min_alpha,
-          words_before, total_words, seed):
-    """Skip-gram + hierarchical softmax; contexts of one centre batched over its path."""
+          words_before, total_words, seed, batch_levels=0):
+    """Skip-gram + hierarchical softmax. The top ``batch_levels`` path nodes are batched over the
+    centre's contexts (scores at the node's row, then one update); the deeper nodes are walked
+    context by context in word2vec.c's order. 0 = word2vec's order, a huge value = all batched."""
     rng = Lcg(seed)
     loss, pairs, trained = 0.0, 0, 0
     for start, sent in _sentences(ids, bounds, keep_thr, rng):
@@ -64,8 +66,9 @@ def sg_hs(ids, bounds, syn0, syn1, points, codes, lengths, keep_thr, window, alp
             lo, hi = _window(pos, len(sent), window, rng)
             ctx = [sent[c] for c in range(lo, hi) if c != pos]
             pairs += len(ctx)
-            neu = [np.zeros(syn0.shape[1], np.float32) for _ in ctx]
-            for i in range(lengths[w]):
+            err = [np.zeros(syn0.shape[1], np.float32) for _ in ctx]
+            top = min(batch_levels, int(lengths[w]))
+            for i in range(top):
                 node, code = points[w, i], int(codes[w, i])
                 row = syn1[node].copy()
                 grads = []
@@ -74,39 +77,19 @@ def sg_hs(ids, bounds, syn0, syn1, points, codes, lengths, keep_thr, window, alp
                     loss += nll
                     grads.append(0.0 if f is None else (1 - code - f) * alpha)
                 for j, r in enumerate(ctx):
-                    neu[j] += np.float32(grads[j]) * row
+                    err[j] += np.float32(grads[j]) * row
                     syn1[node] += np.float32(grads[j]) * syn0[r]
             for j, r in enumerate(ctx):
-                syn0[r] += neu[j]
-    return loss, pairs, trained
-
-
-def sg_hs_word2vec(ids, bounds, syn0, syn1, points, codes, lengths, keep_thr, window, alpha0,
-                   min_alpha, words_before, total_words, seed):
-    """Skip-gram + hierarchical softmax in word2vec.c's order: context by context."""
-    rng = Lcg(seed)
-    loss, pairs, trained = 0.0, 0, 0
-    for start, sent in _sentences(ids, bounds, keep_thr, rng):
-        alpha = np.float32(_alpha(alpha0, min_alpha, words_before + start, total_words))
-        trained += len(sent)
-        for pos, w in enumerate(sent):
-            lo, hi = _window(pos, len(sent), window, rng)
-            for c in range(lo, hi):
-                if c == pos:
-                    continue
-                r = sent[c]
-                pairs += 1
-                err = np.zeros(syn0.shape[1], np.float32)
-                for i in range(lengths[w]):
+                for i in range(top, lengths[w]):
                     node, code = points[w, i], int(codes[w, i])
                     f, nll = _sigmoid_and_nll(float(np.dot(syn0[r], syn1[node])), code)
                     loss += nll
                     if f is None:
                         continue
                     g = np.float32((1 - code - f) * alpha)
-                    err += g * syn1[node]
+                    err[j] += g * syn1[node]
                     syn1[node] += g * syn0[r]
-                syn0[r] += err
+                syn0[r] += err[j]
     return loss, pairs, trained
 
 
