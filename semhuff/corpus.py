@@ -162,10 +162,13 @@ class Corpus:
                         tokens = line.split()
                         if tokens:
                             pending.extend(tokens)
-                            while len(pending) > limit:
-                                yield self._emit(pending[:limit])
-                                stats.long_lines_cut += 1
-                                del pending[:limit]
+                            if len(pending) > limit:
+                                # emit whole pieces, keep 1..limit tokens for the line's end
+                                full = (len(pending) - 1) // limit * limit
+                                for at in range(0, full, limit):
+                                    yield self._emit(pending[at:at + limit])
+                                stats.long_lines_cut += full // limit
+                                pending = pending[full:]
                         if ends_line:
                             if i < len(lines) - 1 or line:
                                 stats.lines += 1

@@ -2,7 +2,7 @@
 shifted accordingly, and the on-disk cache gives back exactly what the first pass produced."""
 import numpy as np
 
-from semhuff.encode import ChunkCache, EpochSource, encode_chunks
+from semhuff.encode import EpochSource, encode_chunks
 
 
 def _naive(sentences, index):
