@@ -1,5 +1,5 @@
 """``Word2Vec``: the public API (close to gensim's) tying the data flow together:
-corpus -> vocab -> tree -> output layer + trainer kernel -> vectors -> export."""
+corpus -> vocab -> output layer (tree) -> device session + trainer -> vectors -> export / score."""
 from __future__ import annotations
 
 import json
@@ -10,9 +10,13 @@ from typing import List, Optional, Sequence, Union
 import numpy as np
 
 from .corpus import DEFAULT_MAX_SENTENCE_LENGTH, as_corpus
-from .errors import SemhuffError
+from .devices import check_layer_device, make_device
+from .errors import ModelFileError, OptionError, SemhuffError, TrainingDiverged
+from .hooks import Hook
 from .io_utils import atomic_output, atomic_path
-from .output_layers import HierarchicalSoftmax, NegativeSampling, OutputLayer
+from .layers import OutputLayer, layer_class, layer_from_state
+from .layers.hs import HierarchicalSoftmax
+from .scoring import ScoreReport, score
 from .trainer import TrainReport, TrainSettings, train
 from .tree import Tree
 from .vocab import Vocab
@@ -21,11 +25,8 @@ logger = logging.getLogger(__name__)
 
 FORMATS = ("model", "kv", "text", "binary")
 _EXTENSIONS = {".npz": "model", ".kv": "kv", ".txt": "text", ".vec": "text", ".bin": "binary"}
-MODEL_FORMAT_VERSION = 1
-
-
-class OptionError(SemhuffError):
-    pass
+MODEL_FORMAT_VERSION = 2
+_LAYER_PREFIX = "layer."
 
 
 def default_workers() -> int:
@@ -36,7 +37,7 @@ def default_workers() -> int:
 
 
 def _check_options(vector_size, window, min_count, sample, alpha, min_alpha, epochs, workers,
-                   loss, negative, max_sentence_length, max_vocab_size):
+                   loss, negative, hs_order, max_sentence_length, max_vocab_size):
     def need(cond, msg):
         if not cond:
             raise OptionError(msg)
@@ -49,23 +50,29 @@ def _check_options(vector_size, window, min_count, sample, alpha, min_alpha, epo
     need(np.isfinite(min_alpha) and 0 <= min_alpha <= alpha, f"min_alpha must be in [0, alpha], got {min_alpha!r}")
     need(isinstance(epochs, (int, np.integer)) and epochs >= 1, f"epochs must be >= 1, got {epochs!r}")
     need(isinstance(workers, (int, np.integer)) and workers >= 1, f"workers must be >= 1, got {workers!r}")
-    need(loss in ("hs", "ns"), f"loss must be 'hs' or 'ns', got {loss!r}")
+    layer_class(loss)  # a registered output layer
     need(loss != "ns" or (isinstance(negative, (int, np.integer)) and negative >= 1),
          f"negative sampling needs negative >= 1, got {negative!r}")
+    need(loss != "hs" or hs_order in HierarchicalSoftmax.ORDERS,
+         f"hs_order must be one of {', '.join(HierarchicalSoftmax.ORDERS)}, got {hs_order!r}")
     need(max_sentence_length >= 1, "max_sentence_length must be >= 1")
     need(max_vocab_size is None or max_vocab_size >= 1, "max_vocab_size must be >= 1")
 
 
 class Word2Vec:
-    """Skip-gram / CBOW word vectors trained with hierarchical softmax over any tree, or with
-    negative sampling.
+    """Skip-gram / CBOW word vectors trained with hierarchical softmax over any tree, with
+    negative sampling, or with any registered output layer (``semhuff.layers``).
 
     >>> model = Word2Vec("corpus.txt.gz", vector_size=100, epochs=5)   # doctest: +SKIP
     >>> model.wv.most_similar("king")                                    # doctest: +SKIP
 
     ``sentences`` is a path (file or directory; plain, gzip, bz2 or xz text), a list of paths,
     or any re-iterable of token lists (the gensim convention). Given one, the vocabulary is
-    built and training runs at once.
+    built and training runs at once. ``loss`` names the output layer; the layer takes the
+    settings it declares (``tree``, ``similarity``, ``hs_order`` for "hs"; ``negative``,
+    ``ns_exponent`` for "ns"), plus ``layer_options`` for a layer of your own. ``hooks`` run
+    while training (``semhuff.hooks``); ``word_stats`` has the kernels count predictions and
+    nll per target word into ``model.layer.word_stats``.
     """
 
     def __init__(self, sentences=None, *, vector_size: int = 100, window: int = 5,
@@ -73,13 +80,16 @@ class Word2Vec:
                  max_final_vocab: Optional[int] = None, sample: float = 1e-3, sg: int = 1,
                  loss: str = "hs", negative: int = 5, ns_exponent: float = 0.75,
                  tree: Union[str, Tree] = "huffman", similarity=None, hs_order: str = "mixed",
-                 alpha: float = 0.025,
-                 min_alpha: float = 0.0001, epochs: int = 5, workers: Optional[int] = None,
-                 seed: int = 1, max_sentence_length: int = DEFAULT_MAX_SENTENCE_LENGTH,
-                 chunk_words: int = 100_000, progress: bool = True):
+                 layer_options: Optional[dict] = None, word_stats: bool = False,
+                 alpha: float = 0.025, min_alpha: float = 0.0001, epochs: int = 5,
+                 workers: Optional[int] = None, device: str = "cpu", seed: int = 1,
+                 max_sentence_length: int = DEFAULT_MAX_SENTENCE_LENGTH,
+                 chunk_words: int = 100_000, progress: bool = True,
+                 hooks: Sequence[Hook] = ()):
         workers = default_workers() if workers is None else workers
         _check_options(vector_size, window, min_count, sample, alpha, min_alpha, epochs,
-                       workers, loss, negative, max_sentence_length, max_vocab_size)
+                       workers, loss, negative, hs_order, max_sentence_length, max_vocab_size)
+        make_device(device)  # fails now, not after the vocabulary scan
         self.vector_size = int(vector_size)
         self.window = int(window)
         self.min_count = int(min_count)
@@ -92,17 +102,19 @@ class Word2Vec:
         self.ns_exponent = float(ns_exponent)
         self.tree_spec = tree
         self.similarity = similarity
-        if hs_order not in HierarchicalSoftmax.ORDERS:
-            raise OptionError(f"hs_order must be one of {HierarchicalSoftmax.ORDERS}, got {hs_order!r}")
         self.hs_order = hs_order
+        self.layer_options = dict(layer_options or {})
+        self.word_stats = bool(word_stats)
         self.alpha = float(alpha)
         self.min_alpha = float(min_alpha)
         self.epochs = int(epochs)
         self.workers = int(workers)
+        self.device = device
         self.seed = int(seed)
         self.max_sentence_length = int(max_sentence_length)
         self.chunk_words = int(chunk_words)
         self.progress = progress
+        self.hooks = list(hooks)
         self.vocab: Optional[Vocab] = None
         self.syn0: Optional[np.ndarray] = None
         self.layer: Optional[OutputLayer] = None
@@ -115,38 +127,40 @@ class Word2Vec:
 
     # -- data flow --------------------------------------------------------------------------------
     def build_vocab(self, sentences) -> Vocab:
-        """Scan the corpus, build the vocabulary, the tree and freshly initialised weights."""
+        """Scan the corpus, then ``set_vocab``: the vocabulary, the output layer (its tree) and
+        freshly initialised weights."""
         corpus = as_corpus(sentences, self.max_sentence_length)
         bar = _scan_bar(self.progress)
         try:
-            self.vocab = Vocab.build(corpus, self.min_count, self.max_vocab_size,
-                                     self.max_final_vocab, progress=bar.update)
+            vocab = Vocab.build(corpus, self.min_count, self.max_vocab_size,
+                                self.max_final_vocab, progress=bar.update)
         finally:
             bar.close()
         stats = getattr(corpus, "stats", None)
         if stats is not None and stats.invalid_utf8:
             logger.warning("%d invalid UTF-8 sequences were replaced by U+FFFD", stats.invalid_utf8)
-        if len(self.vocab) < 2 and self.loss == "hs":
-            raise SemhuffError(f"hierarchical softmax needs at least 2 words in the vocabulary, "
-                               f"got {len(self.vocab)} (lower min_count?)")
+        return self.set_vocab(vocab)
+
+    def set_vocab(self, vocab: Vocab) -> Vocab:
+        """Use a ready vocabulary (e.g. one ``Vocab.build`` made once for several models): build
+        the output layer over it (a ``Tree`` given as ``tree`` must have one leaf per word) and
+        fresh weights. No corpus is read."""
+        self.vocab = vocab
         self.layer = self._make_layer()
         self._init_weights()
-        return self.vocab
+        return vocab
 
     def _make_layer(self) -> OutputLayer:
-        if self.loss == "ns":
-            return NegativeSampling(self.vocab.counts, self.negative, self.ns_exponent)
-        return HierarchicalSoftmax(self._make_tree(), self.hs_order)
-
-    def _make_tree(self) -> Tree:
-        spec = self.tree_spec
-        if isinstance(spec, Tree):
-            if spec.n_words != len(self.vocab):
-                raise SemhuffError(f"the given tree has {spec.n_words} leaves but the vocabulary "
-                                   f"has {len(self.vocab)} words")
-            return spec
-        from .trees import make_tree
-        return make_tree(spec, self.vocab, similarity=self.similarity)
+        cls = layer_class(self.loss)
+        settings = {"tree": self.tree_spec, "similarity": self.similarity,
+                    "hs_order": self.hs_order, "negative": self.negative,
+                    "ns_exponent": self.ns_exponent}
+        options = {name: settings[name] for name in cls.options if name in settings}
+        options.update(self.layer_options)
+        layer = cls.create(self.vocab, **options)
+        if self.word_stats:
+            layer.track_word_stats(len(self.vocab))
+        return layer
 
     def _init_weights(self) -> None:
         # word2vec's initialisation: uniform in [-0.5, 0.5) / dim, output layer at zero.
@@ -156,9 +170,16 @@ class Word2Vec:
         self.layer.allocate(V, D)
         self._wv = None
 
-    def train(self, sentences=None, epochs: Optional[int] = None, corpus_file=None) -> TrainReport:
+    def _session(self, workers: Optional[int] = None):
+        device = make_device(self.device)
+        check_layer_device(self.layer, device)
+        return device.open(self.syn0, self.layer, self.workers if workers is None else workers)
+
+    def train(self, sentences=None, epochs: Optional[int] = None, corpus_file=None,
+              hooks: Sequence[Hook] = ()) -> TrainReport:
         """Train (or keep training) on ``sentences``; the learning rate decays linearly from
-        ``alpha`` to ``min_alpha`` over these ``epochs``. Returns the ``TrainReport``."""
+        ``alpha`` to ``min_alpha`` over these ``epochs``. Returns the ``TrainReport``. A run
+        whose loss or weights become non-finite raises ``TrainingDiverged``."""
         if self.vocab is None:
             raise SemhuffError("build_vocab() must run before train()")
         source = sentences if sentences is not None else corpus_file
@@ -169,26 +190,49 @@ class Word2Vec:
         if epochs < 1:
             raise OptionError("epochs must be >= 1")
         settings = TrainSettings(sg=bool(self.sg), window=self.window, alpha=self.alpha,
-                                 min_alpha=self.min_alpha, epochs=epochs, workers=self.workers,
+                                 min_alpha=self.min_alpha, epochs=epochs,
                                  seed=self.seed + len(self.reports), chunk_words=self.chunk_words,
                                  progress=self.progress)
-        logger.info("training %s, %s, dim %d, window %d, %d epochs, %d workers",
+        logger.info("training %s, %s, dim %d, window %d, %d epochs, %d workers on %s",
                     "skip-gram" if self.sg else "CBOW", self.layer.describe(), self.vector_size,
-                    self.window, epochs, self.workers)
-        report = train(self.syn0, self.layer, self.vocab.keep_thresholds(self.sample), corpus,
-                       self.vocab.index, self.vocab.retained_tokens, self.vocab.total_tokens,
-                       settings, model=self)
+                    self.window, epochs, self.workers, self.device)
+        session = self._session()
+        try:
+            report = train(session, self.vocab.keep_thresholds(self.sample), corpus,
+                           self.vocab.index, self.vocab.retained_tokens, self.vocab.total_tokens,
+                           settings, self.vocab.counts, hooks=list(self.hooks) + list(hooks))
+        finally:
+            session.close()
+            self._wv = None
         if report.raw_words == 0:
             raise SemhuffError("the corpus yielded no tokens during training")
+        if not (np.isfinite(self.syn0).all() and np.isfinite(self.layer.weights).all()):
+            raise TrainingDiverged("training diverged: the weights became non-finite "
+                                   f"(learning rate {self.alpha} too high?)")
         self.reports.append(report)
-        self._wv = None
         logger.info("%s", report.summary())
         return report
+
+    def score(self, sentences, workers: Optional[int] = None) -> ScoreReport:
+        """Mean negative log-likelihood per prediction and perplexity of held-out text (full
+        window, no down-sampling; see ``semhuff.scoring``). Needs a layer with normalised
+        probabilities (hierarchical softmax over any tree)."""
+        if self.vocab is None:
+            raise SemhuffError("the model has no vocabulary yet: train it first")
+        corpus = as_corpus(sentences, self.max_sentence_length)
+        session = self._session(workers)
+        try:
+            return score(session, corpus, self.vocab.index, bool(self.sg), self.window,
+                         self.chunk_words)
+        finally:
+            session.close()
 
     # -- vectors ------------------------------------------------------------------------------------
     @property
     def wv(self):
         """The word vectors as a gensim ``KeyedVectors`` (a copy, refreshed after training)."""
+        if self.vocab is None:
+            raise SemhuffError("the model has no vectors yet: build_vocab() and train() first")
         if self._wv is None:
             self._wv = to_keyed_vectors(self.vocab, self.syn0)
         return self._wv
@@ -199,22 +243,29 @@ class Word2Vec:
 
     # -- persistence --------------------------------------------------------------------------------
     def params(self) -> dict:
-        return {k: getattr(self, k) for k in (
+        """The settings that ``Word2Vec(**params)`` takes back (JSON-able ones)."""
+        out = {k: getattr(self, k) for k in (
             "vector_size", "window", "min_count", "max_vocab_size", "max_final_vocab", "sample",
-            "sg", "loss", "negative", "ns_exponent", "hs_order", "alpha", "min_alpha", "epochs",
-            "workers", "seed", "max_sentence_length", "chunk_words")}
+            "sg", "loss", "negative", "ns_exponent", "hs_order", "word_stats", "alpha",
+            "min_alpha", "epochs", "workers", "device", "seed", "max_sentence_length",
+            "chunk_words")}
+        out["layer_options"] = {k: v for k, v in self.layer_options.items() if _jsonable(v)}
+        return out
 
     def save(self, path: str) -> None:
-        """The full model (vectors, output weights, tree, vocabulary, settings) as one ``.npz``
-        file that ``Word2Vec.load`` reads back and can keep training."""
+        """The full model as one ``.npz`` file: settings, vocabulary, input vectors and the
+        output layer's complete state (``layer.config()`` and ``layer.arrays()``), so
+        ``Word2Vec.load`` gives the same layer with the same state and training continues."""
+        if self.layer is None:
+            raise SemhuffError("the model has nothing to save yet: build_vocab() first")
         meta = {"format_version": MODEL_FORMAT_VERSION, "params": self.params(),
-                "tree": self.tree.kind if self.tree is not None else None,
+                "layer": {"name": self.layer.name, "config": self.layer.config()},
                 "total_tokens": self.vocab.total_tokens,
                 "trained_epochs": sum(len(r.epochs) for r in self.reports)}
         arrays = {"syn0": self.syn0, "vocab_counts": self.vocab.counts,
                   "vocab_words": _pack_words(self.vocab.words),
                   "meta": np.array(json.dumps(meta))}
-        arrays.update(self.layer.state())
+        arrays.update({_LAYER_PREFIX + k: v for k, v in self.layer.arrays().items()})
         with atomic_output(path) as fh:
             np.savez(fh, **arrays)
 
@@ -222,18 +273,24 @@ class Word2Vec:
     def load(cls, path: str, progress: bool = True) -> "Word2Vec":
         try:
             with np.load(path, allow_pickle=False) as data:
-                meta = json.loads(str(data["meta"]))
-                params = meta["params"]
-                model = cls(**params, progress=progress)
-                words = _unpack_words(data["vocab_words"])
-                model.vocab = Vocab(words, data["vocab_counts"], meta["total_tokens"], params["min_count"])
-                if params["loss"] == "hs":
-                    model.tree_spec = Tree.from_arrays(data)
-                model.layer = model._make_layer()
-                model.syn0 = np.ascontiguousarray(data["syn0"])
-                model.layer.weights = np.ascontiguousarray(data["output_weights"])
-        except (OSError, KeyError, ValueError) as exc:
-            raise SemhuffError(f"not a semhuff model file: {path} ({exc})") from None
+                arrays = {k: data[k] for k in data.files}
+            meta = json.loads(str(arrays["meta"]))
+            params = dict(meta["params"])
+            version = meta.get("format_version", 1)
+            if version == 1:  # a plain HS / NS model: its tree and weights under fixed names
+                name, config, layer_arrays = _v1_layer(params, arrays)
+            else:
+                name, config = meta["layer"]["name"], meta["layer"]["config"]
+                layer_arrays = {k[len(_LAYER_PREFIX):]: v for k, v in arrays.items()
+                                if k.startswith(_LAYER_PREFIX)}
+            words = _unpack_words(arrays["vocab_words"])
+            vocab = Vocab(words, arrays["vocab_counts"], meta["total_tokens"], params["min_count"])
+        except (OSError, KeyError, ValueError, TypeError) as exc:
+            raise ModelFileError(f"not a semhuff model file: {path} ({exc})") from None
+        model = cls(**params, progress=progress)
+        model.vocab = vocab
+        model.layer = layer_from_state(name, config, layer_arrays)
+        model.syn0 = np.ascontiguousarray(arrays["syn0"], dtype=np.float32)
         return model
 
     def save_vectors(self, path: str, fmt: str = "auto") -> str:
@@ -300,6 +357,27 @@ def load_vectors(path: str):
 
 def _looks_binary(sample: bytes) -> bool:
     return any(b < 9 or 13 < b < 32 for b in sample[:1024] if b not in (0x1b,)) or b"\x00" in sample
+
+
+def _v1_layer(params: dict, arrays: dict):
+    """The layer of a format-1 model file (before layers saved their own state)."""
+    weights = {"weights": arrays["output_weights"]}
+    if params.get("loss") == "ns":
+        from .kernels.ns import build_alias_table
+        thr, alias = build_alias_table(np.asarray(arrays["vocab_counts"], np.float64)
+                                       ** params["ns_exponent"])
+        return "ns", {"negative": params["negative"], "exponent": params["ns_exponent"]}, \
+            {**weights, "alias_thr": thr, "alias_idx": alias}
+    tree = {k: arrays[k] for k in ("tree_parent", "tree_branch", "tree_kind")}
+    return "hs", {"order": params.get("hs_order", "mixed")}, {**weights, **tree}
+
+
+def _jsonable(value) -> bool:
+    try:
+        json.dumps(value)
+        return True
+    except (TypeError, ValueError):
+        return False
 
 
 def _pack_words(words: Sequence[str]) -> np.ndarray:

@@ -1,6 +1,9 @@
-"""The training loop: one producer thread turns the corpus into chunks of ids, ``workers``
-threads run the output layer's nogil kernel on them (Hogwild: shared weights, no locks), and
-the calling thread collects results and drives the progress bar.
+"""The training loop. A reader thread turns the corpus into chunks of ids; the calling thread
+hands them to the device session's workers (at most ``2 x concurrency`` in flight), collects the
+results, drives the progress bar and runs the hooks; the workers only run kernels (nogil).
+
+Hooks run at chunk boundaries with nothing in flight (``hooks.py``). A chunk whose loss is not
+finite stops the run (``TrainingDiverged``): a diverged model is a failure, never a result.
 
 Reproducibility: every chunk's random stream is seeded from (seed, epoch, chunk number), never
 from the thread that runs it, so ``workers=1`` with a seed is bit-for-bit reproducible.
@@ -8,15 +11,19 @@ from the thread that runs it, so ``workers=1`` with a seed is bit-for-bit reprod
 from __future__ import annotations
 
 import logging
+import math
 import queue
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import List, Optional
+from typing import Iterable, Iterator, List, Optional, Sequence
 
 import numpy as np
 
+from .devices import Plan
 from .encode import DEFAULT_CHUNK_WORDS, EpochSource
+from .errors import TrainingDiverged
+from .hooks import Hook, HookContext, HookSchedule
 from .kernels.common import mix_seed
 
 logger = logging.getLogger(__name__)
@@ -29,7 +36,6 @@ class TrainSettings:
     alpha: float = 0.025
     min_alpha: float = 0.0001
     epochs: int = 5
-    workers: int = 1
     seed: int = 1
     chunk_words: int = DEFAULT_CHUNK_WORDS
     cache_ids: bool = True
@@ -42,6 +48,7 @@ class EpochStats:
     trained_words: int = 0   # after down-sampling
     pairs: int = 0           # (context, centre) predictions (skip-gram) or centre words (CBOW)
     loss: float = 0.0        # summed negative log-likelihood, nats (float64)
+    seconds: float = 0.0
 
     @property
     def loss_per_pair(self) -> float:
@@ -52,6 +59,8 @@ class EpochStats:
 class TrainReport:
     seconds: float = 0.0
     compile_seconds: float = 0.0  # first use of a kernel on this machine; not in ``seconds``
+    hook_seconds: float = 0.0     # time spent in hooks (inside ``seconds``)
+    hook_calls: int = 0
     epochs: List[EpochStats] = field(default_factory=list)
 
     @property
@@ -70,12 +79,14 @@ class TrainReport:
         losses = [f"{e.loss_per_pair:.4f}" for e in self.epochs]
         if len(losses) > 6:
             losses = losses[:3] + ["..."] + losses[-2:]
-        losses = ", ".join(losses)
         compiled = (f" (+{self.compile_seconds:.1f} s compiling the kernel, once per machine)"
                     if self.compile_seconds >= 0.05 else "")
+        hooks = (f"; hooks: {self.hook_calls} calls, {self.hook_seconds:.1f} s"
+                 if self.hook_calls else "")
         return (f"{len(self.epochs)} epochs, {self.raw_words:,} raw words "
                 f"({self.trained_words:,} after down-sampling) in {self.seconds:.1f} s = "
-                f"{self.words_per_second:,.0f} words/s{compiled}; loss per prediction by epoch: {losses}")
+                f"{self.words_per_second:,.0f} words/s{compiled}; loss per prediction by epoch: "
+                f"{', '.join(losses)}{hooks}")
 
 
 class _Job:
@@ -85,141 +96,210 @@ class _Job:
         self.epoch, self.number, self.chunk, self.words_before = epoch, number, chunk, words_before
 
 
-def train(syn0: np.ndarray, layer, keep_thr: np.ndarray, sentences, index, retained_tokens: int,
-          raw_tokens_per_epoch: int, settings: TrainSettings, model=None) -> TrainReport:
-    """Train ``syn0`` and ``layer.weights`` in place over ``settings.epochs`` passes."""
+class WorkerPool:
+    """``n`` threads running ``run(job)``; results come back in completion order. The owner
+    bounds the jobs in flight, so the job queue never grows."""
+
+    def __init__(self, run, n: int):
+        self._jobs: "queue.Queue" = queue.Queue()
+        self._results: "queue.Queue" = queue.Queue()
+        self.in_flight = 0
+
+        def work():
+            while True:
+                job = self._jobs.get()
+                if job is None:
+                    return
+                try:
+                    self._results.put((job, run(job)))
+                except BaseException as exc:  # re-raised by ``collect`` in the owner's thread
+                    self._results.put((job, exc))
+
+        self._threads = [threading.Thread(target=work, name=f"semhuff-worker-{i}", daemon=True)
+                         for i in range(max(1, n))]
+        for t in self._threads:
+            t.start()
+
+    def submit(self, job) -> None:
+        self._jobs.put(job)
+        self.in_flight += 1
+
+    def collect(self):
+        """The next finished (job, result); a worker's exception is raised here."""
+        while True:
+            try:  # a timeout keeps the wait interruptible by Ctrl-C
+                job, out = self._results.get(timeout=0.5)
+                break
+            except queue.Empty:
+                continue
+        self.in_flight -= 1
+        if isinstance(out, BaseException):
+            raise out
+        return job, out
+
+    def close(self) -> None:
+        """Let running jobs finish, drop their results, stop the threads."""
+        for _ in self._threads:
+            self._jobs.put(None)
+        for t in self._threads:
+            t.join()
+
+
+def prefetch(items: Iterable, depth: int) -> Iterator:
+    """Iterate ``items`` in a background thread, ``depth`` items ahead (the first epoch's
+    tokenising overlaps the kernels). Exceptions surface in the consumer."""
+    q: "queue.Queue" = queue.Queue(maxsize=max(1, depth))
+    stop = threading.Event()
+    end = object()
+
+    def fill():
+        try:
+            for item in items:
+                while not stop.is_set():
+                    try:
+                        q.put(item, timeout=0.2)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    return
+            q.put(end)
+        except BaseException as exc:
+            q.put(exc)
+
+    thread = threading.Thread(target=fill, name="semhuff-reader", daemon=True)
+    thread.start()
+    try:
+        while True:
+            try:
+                item = q.get(timeout=0.5)
+            except queue.Empty:
+                continue
+            if item is end:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+        thread.join()
+
+
+def run_chunks(session, jobs: Iterable, run, handle, max_in_flight: int,
+               before_submit=None) -> None:
+    """Feed ``jobs`` to a pool of ``session.concurrency`` threads running ``run(job)``; call
+    ``handle(job, result)`` in this thread for each result; ``before_submit(job, drain)`` may
+    call ``drain()`` to wait until nothing is in flight (then run code on quiescent weights)."""
+    pool = WorkerPool(run, session.concurrency)
+
+    def drain():
+        while pool.in_flight:
+            handle(*pool.collect())
+
+    try:
+        for job in jobs:
+            if before_submit is not None:
+                before_submit(job, drain)
+            while pool.in_flight >= max_in_flight:
+                handle(*pool.collect())
+            pool.submit(job)
+        drain()
+    finally:
+        if hasattr(jobs, "close"):
+            jobs.close()  # stops the reader thread of a generator of jobs
+        pool.close()
+
+
+def train(session, keep_thr: np.ndarray, sentences, index, retained_tokens: int,
+          raw_tokens_per_epoch: int, settings: TrainSettings, counts: np.ndarray,
+          hooks: Sequence[Hook] = ()) -> TrainReport:
+    """Train the session's weights in place over ``settings.epochs`` passes."""
     s = settings
     total_words = max(1, s.epochs * retained_tokens)
+    plan = Plan(sg=s.sg, keep_thr=keep_thr, window=s.window, reduce_window=True, alpha=s.alpha,
+                min_alpha=s.min_alpha, total_words=total_words)
+    layer = session.layer
+    schedule = HookSchedule(list(layer.hooks()) + list(hooks))
     source = EpochSource(sentences, index, s.chunk_words, use_cache=s.cache_ids)
-    jobs: "queue.Queue[Optional[_Job]]" = queue.Queue(maxsize=2 * s.workers)
-    results: "queue.Queue" = queue.Queue()
-    stop = threading.Event()
-    compile_seconds = compile_kernel(layer, s.sg, syn0.shape[1], keep_thr, syn0)
-
-    def work():
-        while True:
-            job = jobs.get()
-            if job is None:
-                return
-            if stop.is_set():
-                results.put((job, None))
-                continue
-            try:
-                seed = np.uint64(mix_seed(s.seed, job.epoch, job.number))
-                out = layer.train_chunk(s.sg, job.chunk.ids, job.chunk.bounds, syn0, keep_thr,
-                                        s.window, s.alpha, s.min_alpha, job.words_before,
-                                        total_words, seed)
-                results.put((job, out))
-            except BaseException as exc:  # handed to the main thread, which re-raises it
-                results.put((job, exc))
-
-    workers = [threading.Thread(target=work, name=f"semhuff-worker-{i}", daemon=True)
-               for i in range(s.workers)]
-    for t in workers:
-        t.start()
-
-    report = TrainReport(compile_seconds=compile_seconds)
+    report = TrainReport(compile_seconds=session.warm_up(plan))
+    if report.compile_seconds >= 0.05:
+        logger.info("training kernel ready in %.2f s (compiled once per machine, then loaded "
+                    "from numba's cache)", report.compile_seconds)
     bar = _progress_bar(s.epochs * raw_tokens_per_epoch, s.progress)
+    state = {"epoch": 0, "done": 0}
+
+    def context(recent=()) -> HookContext:
+        stats = report.epochs[-1] if report.epochs else EpochStats()
+        done = state["done"]
+        alpha = s.alpha - (s.alpha - s.min_alpha) * min(done / total_words, 1.0)
+        session.to_host()
+        return HookContext(epoch=state["epoch"], epochs=s.epochs, words_done=done,
+                           total_words=total_words, alpha=alpha, counts=counts, layer=layer,
+                           loss=stats.loss, predictions=stats.pairs, recent_chunks=list(recent),
+                           _vectors=lambda: session.syn0, _layer_changed=session.layer_changed)
+
+    def call_hooks(method, hooks_due=None, recent=()):
+        if not schedule.hooks:
+            return
+        started = time.perf_counter()
+        schedule.call(method, context(recent), hooks_due)
+        report.hook_seconds += time.perf_counter() - started
+        report.hook_calls += 1
+
+    def handle(job, out):
+        loss, pairs, trained = out
+        if not math.isfinite(loss):
+            raise TrainingDiverged(
+                f"training diverged in epoch {job.epoch + 1}: the loss became {loss} "
+                f"(learning rate {s.alpha} too high?); nothing was written")
+        stats = report.epochs[job.epoch]
+        stats.loss += loss
+        stats.pairs += pairs
+        stats.trained_words += trained
+        stats.raw_words += job.chunk.raw_tokens
+        state["done"] += len(job.chunk.ids)
+        bar.update(job.chunk.raw_tokens)
+        bar.set_postfix_str(f"epoch {job.epoch + 1}/{s.epochs} loss {stats.loss_per_pair:.4f}",
+                            refresh=False)
+
+    def before_submit(job, drain):
+        due = schedule.due(job.words_before)
+        if due:
+            drain()
+            call_hooks("on_words", due, schedule.take_recent())
+        schedule.remember(job.chunk)
+
+    def run(job):
+        return session.train_chunk(plan, job.chunk, job.words_before,
+                                   mix_seed(s.seed, job.epoch, job.number))
+
+    def jobs(epoch, words_before):
+        for number, chunk in enumerate(prefetch(source.epoch(), 2 * session.concurrency)):
+            yield _Job(epoch, number, chunk, words_before)
+            words_before += len(chunk.ids)
+
     started = time.perf_counter()
     try:
+        call_hooks("on_train_begin")
         for epoch in range(s.epochs):
-            stats = EpochStats()
-            report.epochs.append(stats)
-            produced = _Counter()
-            producer_error: List[BaseException] = []
-            producer = threading.Thread(
-                target=_produce, name="semhuff-reader",
-                args=(source, epoch, epoch * retained_tokens, jobs, stop, produced, producer_error),
-                daemon=True)
-            producer.start()
-            finished = 0
-            while True:
-                try:
-                    job, out = results.get(timeout=0.2)
-                except queue.Empty:
-                    if producer_error:
-                        raise producer_error[0]
-                    if produced.done and finished == produced.count:
-                        break
-                    continue
-                finished += 1
-                if isinstance(out, BaseException):
-                    raise out
-                if out is None:
-                    continue
-                loss, pairs, trained = out
-                stats.loss += loss
-                stats.pairs += pairs
-                stats.trained_words += trained
-                stats.raw_words += job.chunk.raw_tokens
-                bar.update(job.chunk.raw_tokens)
-                bar.set_postfix_str(f"epoch {epoch + 1}/{s.epochs} loss {stats.loss_per_pair:.4f}",
-                                    refresh=False)
-                if produced.done and finished == produced.count:
-                    break
-            producer.join()
-            if producer_error:
-                raise producer_error[0]
+            state["epoch"] = epoch
+            report.epochs.append(EpochStats())
+            call_hooks("on_epoch_begin")
+            epoch_started = time.perf_counter()
+            run_chunks(session, jobs(epoch, epoch * retained_tokens), run, handle,
+                       2 * session.concurrency, before_submit)
+            stats = report.epochs[-1]
+            stats.seconds = time.perf_counter() - epoch_started
             logger.info("epoch %d: %d raw words, loss per prediction %.4f", epoch + 1,
                         stats.raw_words, stats.loss_per_pair)
-            layer.end_epoch(model, epoch)
-    except BaseException:
-        stop.set()
-        raise
+            call_hooks("on_epoch_end")
+        session.to_host()
+        call_hooks("on_train_end")
     finally:
         report.seconds = time.perf_counter() - started
-        _drain(jobs)
-        for _ in workers:
-            jobs.put(None)
-        for t in workers:
-            t.join()
         bar.close()
         source.close()
     return report
-
-
-class _Counter:
-    def __init__(self):
-        self.count = 0
-        self.done = False
-
-
-def _produce(source, epoch, words_before, jobs, stop, produced, errors):
-    try:
-        for number, chunk in enumerate(source.epoch()):
-            if stop.is_set():
-                return
-            jobs.put(_Job(epoch, number, chunk, words_before))
-            produced.count += 1
-            words_before += len(chunk.ids)
-    except BaseException as exc:
-        errors.append(exc)
-    finally:
-        produced.done = True
-
-
-def _drain(q):
-    try:
-        while True:
-            q.get_nowait()
-    except queue.Empty:
-        pass
-
-
-def compile_kernel(layer, sg: bool, dim: int, keep_thr: np.ndarray, syn0: np.ndarray) -> float:
-    """Compile (or load from numba's disk cache) the kernel before the clock starts, and say how
-    long it took, so the one-time cost stays visible. The warm-up call runs on the real arrays
-    with a learning rate of 0, so it changes nothing."""
-    fn = layer.kernel(sg, dim)
-    if fn.signatures:
-        return 0.0
-    t0 = time.perf_counter()
-    layer.train_chunk(sg, np.zeros(2, np.int32), np.array([2], np.int64), syn0, keep_thr, 1,
-                      0.0, 0.0, 0, 1, np.uint64(1))
-    seconds = time.perf_counter() - t0
-    logger.info("training kernel for dim %d ready in %.2f s (compiled once per machine, then "
-                "loaded from numba's cache)", dim, seconds)
-    return seconds
 
 
 def _progress_bar(total: int, enabled: bool):

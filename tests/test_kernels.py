@@ -1,19 +1,21 @@
-"""The Numba kernels against their naive pure-Python references (same semantics, same random
-stream), and one skip-gram + HS step against a hand computation in numpy."""
+"""The sentence loops (``kernels/loop.py``) against their stream-sharing twins
+(``stream_reference.py``: same random stream, same tables), which checks the translation: the
+down-sampling, the reduced windows, the order of draws and updates. The mathematics of every
+update is checked against ``naive.py`` in ``test_naive.py``."""
+import functools
+
 import numpy as np
 import pytest
 
-from semhuff.kernels import reference
-import functools
-
-from semhuff.kernels.hs import cbow_hs_kernel, sg_hs_kernel
-from semhuff.kernels.ns import build_alias_table, cbow_ns_kernel, sg_ns_kernel
+import stream_reference as reference
+from conftest import zipf_corpus
+from semhuff.kernels import loop
+from semhuff.kernels.ns import build_alias_table
 from semhuff.trees.huffman import build_huffman
 from semhuff.vocab import Vocab
 
-from conftest import zipf_corpus
-
 DIM = 16
+COMMON = (3, 0.05, 0.001, 100, 2000)  # window, alpha0, min_alpha, words_before, total_words
 
 
 def _setup(sample, seed=0):
@@ -31,9 +33,11 @@ def _compare(kernel, ref, layer_args, rows, sample, seed=3):
     syn1 = ((rng.random((rows(vocab), DIM), dtype=np.float32) - 0.5)).astype(np.float32)
     a0, a1 = syn0.copy(), syn1.copy()
     b0, b1 = syn0.copy(), syn1.copy()
-    common = (keep, 3, 0.05, 0.001, 100, 2000, np.uint64(seed))
-    out_k = kernel(ids, bounds, a0, a1, *layer_args(vocab), *common)
-    out_r = ref(ids, bounds, b0, b1, *layer_args(vocab), *common)
+    window, alpha0, min_alpha, before, total = COMMON
+    larg = layer_args(vocab)
+    out_k = kernel(ids, bounds, a0, a1, larg, loop.no_stats(), keep, window, True, alpha0,
+                   min_alpha, before, total, np.uint64(seed))
+    out_r = ref(ids, bounds, b0, b1, *larg, keep, *COMMON, np.uint64(seed))
     assert out_k[1] == out_r[1] and out_k[2] == out_r[2]  # same pairs, same kept words
     assert out_k[0] == pytest.approx(out_r[0], rel=1e-4)
     np.testing.assert_allclose(a0, b0, rtol=1e-3, atol=2e-4)
@@ -53,58 +57,65 @@ def _ns_args(vocab):
 
 @pytest.mark.parametrize("batch_levels", [0, 2, 1 << 30])  # word2vec order, mixed, batched
 @pytest.mark.parametrize("sample", [0.0, 0.05])
-def test_sg_hs_matches_reference(sample, batch_levels):
+def test_sg_hs_matches_stream_reference(sample, batch_levels):
     ref = functools.partial(reference.sg_hs, batch_levels=batch_levels)
-    _compare(sg_hs_kernel(DIM, batch_levels), ref, _hs_args, lambda v: len(v) - 1, sample)
+    _compare(loop.sg_kernel(DIM, loop.HS, batch_levels), ref, _hs_args, lambda v: len(v) - 1, sample)
 
 
 @pytest.mark.parametrize("sample", [0.0, 0.05])
-def test_cbow_hs_matches_reference(sample):
-    _compare(cbow_hs_kernel(DIM), reference.cbow_hs, _hs_args, lambda v: len(v) - 1, sample)
+def test_cbow_hs_matches_stream_reference(sample):
+    _compare(loop.cbow_kernel(DIM, loop.HS), reference.cbow_hs, _hs_args, lambda v: len(v) - 1, sample)
 
 
 @pytest.mark.parametrize("sample", [0.0, 0.05])
-def test_sg_ns_matches_reference(sample):
-    _compare(sg_ns_kernel(DIM), reference.sg_ns, _ns_args, len, sample)
+def test_sg_ns_matches_stream_reference(sample):
+    _compare(loop.sg_kernel(DIM, loop.NS), reference.sg_ns, _ns_args, len, sample)
 
 
 @pytest.mark.parametrize("sample", [0.0, 0.05])
-def test_cbow_ns_matches_reference(sample):
-    _compare(cbow_ns_kernel(DIM), reference.cbow_ns, _ns_args, len, sample)
+def test_cbow_ns_matches_stream_reference(sample):
+    _compare(loop.cbow_kernel(DIM, loop.NS), reference.cbow_ns, _ns_args, len, sample)
 
 
-def test_one_skipgram_hs_step_by_hand():
-    """Sentence [0, 1], window 1 (b is always 0), no down-sampling, constant alpha.
-    Centre 0: context 1 predicts word 0 through word 0's path, then centre 1: context 0 (already
-    updated? no: syn0 rows are updated after each centre) predicts word 1."""
-    counts = np.array([5, 3, 2])
-    tree = build_huffman(counts)
-    rng = np.random.default_rng(7)
-    syn0 = (rng.random((3, DIM), dtype=np.float32) - 0.5).astype(np.float32)
-    syn1 = (rng.random((2, DIM), dtype=np.float32) - 0.5).astype(np.float32)
-    alpha = 0.1
-    exp0, exp1 = syn0.astype(np.float64), syn1.astype(np.float64)
-    sig = lambda x: 1.0 / (1.0 + np.exp(-x))
-    expected_loss = 0.0
-    for centre, context in ((0, 1), (1, 0)):
-        err = np.zeros(DIM)
-        for i in range(tree.lengths[centre]):
-            node, code = tree.points[centre, i], tree.codes[centre, i]
-            s = exp0[context] @ exp1[node]
-            expected_loss -= np.log(sig(s) if code == 0 else 1 - sig(s))
-            g = (1 - code - sig(s)) * alpha
-            err += g * exp1[node]
-            exp1[node] += g * exp0[context]
-        exp0[context] += err
-    keep = np.full(3, 0xFFFFFFFF, np.uint32)
-    loss, pairs, trained = sg_hs_kernel(DIM, 0)(
-        np.array([0, 1], np.int32), np.array([2], np.int64), syn0, syn1, tree.points, tree.codes,
-        tree.lengths, keep, 1, alpha, alpha, 0, 2, np.uint64(1))
-    assert (pairs, trained) == (2, 2)
-    # the sigmoid comes from a 1024-bin table (error < 3e-3 before the alpha factor)
-    np.testing.assert_allclose(syn0, exp0, atol=2e-4)
-    np.testing.assert_allclose(syn1, exp1, atol=2e-4)
-    assert loss == pytest.approx(expected_loss, abs=5e-3)
+@pytest.mark.parametrize("sg", [True, False])
+def test_pairs_body_emits_the_training_windows(sg):
+    """The PAIRS body (what a batcher, e.g. the GPU path, trains on) draws the same
+    down-sampling and windows as the training loops, from the same stream."""
+    ids, bounds, vocab, syn0, keep = _setup(0.05)
+    window, alpha0, min_alpha, before, total = COMMON
+    buffers = loop.pair_buffers(sg, len(ids), window)
+    syn0_before = syn0.copy()
+    _, n, _ = loop.kernel(sg, DIM, loop.PAIRS)(ids, bounds, syn0, np.zeros((1, DIM), np.float32),
+                                              buffers, loop.no_stats(), keep, window, True,
+                                              alpha0, min_alpha, before, total, np.uint64(5))
+    expected = reference.pairs(ids, bounds, keep, *COMMON, np.uint64(5), sg=sg)
+    assert n == len(expected) > 0
+    if sg:
+        inputs, targets, rates = buffers
+        got = list(zip(inputs[:n].tolist(), targets[:n].tolist(), rates[:n].tolist()))
+        assert got == [(r, w, float(a)) for r, w, a in expected]
+    else:
+        contexts, starts, targets, rates = buffers
+        got = [(contexts[starts[p]:starts[p + 1]].tolist(), int(targets[p]), float(rates[p]))
+               for p in range(n)]
+        assert got == [(c, w, float(a)) for c, w, a in expected]
+    np.testing.assert_array_equal(syn0, syn0_before)  # emitting pairs trains nothing
+
+
+def test_word_stats_add_up_to_the_chunk_loss():
+    """Per-word statistics the kernels accumulate (predictions, nll per target word) sum to
+    what the kernel returns."""
+    ids, bounds, vocab, syn0, keep = _setup(0.0)
+    syn1 = np.zeros((len(vocab) - 1, DIM), np.float32)
+    stats = np.zeros((len(vocab), 2))
+    window, alpha0, min_alpha, before, total = COMMON
+    loss, pairs, _ = loop.sg_kernel(DIM, loop.HS, 0, True)(
+        ids, bounds, syn0, syn1, _hs_args(vocab), stats, keep, window, True, alpha0, min_alpha,
+        before, total, np.uint64(2))
+    assert stats[:, 0].sum() == pairs and stats[:, 1].sum() == pytest.approx(loss)
+    # every occurrence of a word is a centre (no down-sampling), so each seen word has predictions
+    seen = np.unique(ids)
+    assert np.all(stats[seen, 0] > 0) and np.all(np.delete(stats[:, 0], seen) == 0)
 
 
 def test_alias_table_draws_follow_weights():

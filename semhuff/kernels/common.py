@@ -1,11 +1,6 @@
-"""Building blocks shared by the training kernels: the random stream, the sigmoid, the
-down-sampling + reduced-window bookkeeping. All small ``inline`` functions, so the kernels
-compile into one loop nest without calls on the hot path.
-
-Each kernel still spells out the same short sentence loop (alpha, down-sampling, window) around
-its own per-centre body. That is deliberate: handing the body to a shared driver as a function
-would make the kernel factories closures over Numba dispatchers, whose disk-cache keys are not
-stable across processes (numba issues #6264, #2065), so every run would recompile."""
+"""Building blocks shared by the training kernels: the random stream, the sigmoid tables, the
+down-sampling + window bookkeeping. All small ``inline`` functions, so the loops in ``loop.py``
+compile into one loop nest without calls on the hot path."""
 from __future__ import annotations
 
 import numba
@@ -90,11 +85,15 @@ def alpha_at(alpha0, min_alpha, done, total):
 
 
 @numba.njit(inline="always", nogil=True)
-def reduced_window(pos, n, window, state):
-    """word2vec's reduced window: the effective half-width is drawn uniformly from 1..window.
-    Returns (lo, hi, state) with context positions lo <= c < hi, c != pos."""
-    state = lcg_next(state)
-    b = np.int64(lcg_u32(state) % np.uint32(window))
+def context_window(pos, n, window, reduce, state):
+    """Context positions lo <= c < hi (c != pos) of position ``pos`` in a sentence of ``n``
+    kept words. With ``reduce`` (training) the half-width is word2vec's reduced window, drawn
+    uniformly from 1..window; without it (scoring) the full window, and no draw is made.
+    Returns (lo, hi, state)."""
+    b = np.int64(0)
+    if reduce:
+        state = lcg_next(state)
+        b = np.int64(lcg_u32(state) % np.uint32(window))
     lo = pos - window + b
     if lo < 0:
         lo = 0

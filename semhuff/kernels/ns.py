@@ -1,4 +1,5 @@
-"""Negative-sampling training kernels (skip-gram and CBOW), word2vec semantics.
+"""Negative sampling: the per-prediction body that the sentence loops (``loop.py``) call, and
+the noise distribution, word2vec semantics.
 
 Each (context, centre) pair draws ``negative`` fresh noise words from the unigram^0.75
 distribution. Noise words are drawn with Walker's alias method (O(1) a draw, 2 arrays of V
@@ -7,14 +8,11 @@ table. Scores beyond +-MAX_EXP are clipped (the gradient saturates), as in word2
 """
 from __future__ import annotations
 
-import functools
-
 import numba
 import numpy as np
 
-from .common import (LOG_SIGMOID_TABLE, MAX_EXP, SIGMOID_TABLE, add_to_contexts, alpha_at,
-                     context_mean, lcg_next, lcg_u32, log_sigmoid, longest_sentence,
-                     reduced_window, subsample_sentence, table_index)
+from .common import (LOG_SIGMOID_TABLE, MAX_EXP, SIGMOID_TABLE, lcg_next, lcg_u32, log_sigmoid,
+                     table_index)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -81,10 +79,12 @@ def _gradient_and_loss(s, label, alpha, sig_table, logsig_table):
 
 
 @numba.njit(inline="always", nogil=True)
-def predict_with_noise(h, w, syn1neg, alias_thr, alias_idx, negative, alpha, err, state, D):
+def predict(h, w, syn1neg, larg, alpha, err, state, D):
     """One negative-sampling prediction of word ``w`` from the input vector ``h``: the true word
     and ``negative`` noise words (a noise draw equal to ``w`` is skipped, as in word2vec).
-    Updates the output rows, sets ``err`` to the input's error. Returns (loss, state)."""
+    ``larg`` is the layer's ``(alias_thr, alias_idx, negative)``. Updates the output rows, sets
+    ``err`` to the input's error. Returns (nll, state)."""
+    alias_thr, alias_idx, negative = larg
     loss = 0.0
     for d in range(D):
         err[d] = 0.0
@@ -107,77 +107,3 @@ def predict_with_noise(h, w, syn1neg, alias_thr, alias_idx, negative, alpha, err
         for d in range(D):
             syn1neg[target, d] += gg * h[d]
     return loss, state
-
-
-@functools.lru_cache(maxsize=None)
-def sg_ns_kernel(dim: int):
-    D = int(dim)
-
-    @numba.njit(cache=True, nogil=True, fastmath=True)
-    def sg_ns(ids, bounds, syn0, syn1neg, alias_thr, alias_idx, negative, keep_thr, window,
-              alpha0, min_alpha, words_before, total_words, seed):
-        state = np.uint64(seed)
-        sent = np.empty(longest_sentence(bounds), np.int32)
-        err = np.empty(D, np.float32)
-        loss = 0.0
-        pairs = 0
-        trained = 0
-        start = 0
-        for si in range(bounds.shape[0]):
-            end = bounds[si]
-            alpha = np.float32(alpha_at(alpha0, min_alpha, words_before + start, total_words))
-            n, state = subsample_sentence(ids, start, end, keep_thr, sent, state)
-            start = end
-            trained += n
-            for pos in range(n):
-                w = sent[pos]
-                lo, hi, state = reduced_window(pos, n, window, state)
-                for c in range(lo, hi):
-                    if c == pos:
-                        continue
-                    r = sent[c]
-                    pairs += 1
-                    nll, state = predict_with_noise(syn0[r], w, syn1neg, alias_thr, alias_idx,
-                                                    negative, alpha, err, state, D)
-                    loss += nll
-                    for d in range(D):
-                        syn0[r, d] += err[d]
-        return loss, pairs, trained
-
-    return sg_ns
-
-
-@functools.lru_cache(maxsize=None)
-def cbow_ns_kernel(dim: int):
-    D = int(dim)
-
-    @numba.njit(cache=True, nogil=True, fastmath=True)
-    def cbow_ns(ids, bounds, syn0, syn1neg, alias_thr, alias_idx, negative, keep_thr, window,
-                alpha0, min_alpha, words_before, total_words, seed):
-        state = np.uint64(seed)
-        sent = np.empty(longest_sentence(bounds), np.int32)
-        hidden = np.empty(D, np.float32)
-        err = np.empty(D, np.float32)
-        loss = 0.0
-        pairs = 0
-        trained = 0
-        start = 0
-        for si in range(bounds.shape[0]):
-            end = bounds[si]
-            alpha = np.float32(alpha_at(alpha0, min_alpha, words_before + start, total_words))
-            n, state = subsample_sentence(ids, start, end, keep_thr, sent, state)
-            start = end
-            trained += n
-            for pos in range(n):
-                lo, hi, state = reduced_window(pos, n, window, state)
-                if hi - lo - 1 <= 0:
-                    continue
-                pairs += 1
-                context_mean(syn0, sent, lo, hi, pos, hidden, D)
-                nll, state = predict_with_noise(hidden, sent[pos], syn1neg, alias_thr, alias_idx,
-                                                negative, alpha, err, state, D)
-                loss += nll
-                add_to_contexts(syn0, sent, lo, hi, pos, err, D)
-        return loss, pairs, trained
-
-    return cbow_ns

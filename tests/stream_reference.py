@@ -1,13 +1,14 @@
-"""Naive pure-Python references of the training kernels (the stumpy pattern): the same
-semantics and the same random stream, written for clarity, one scalar at a time. Tests check
-the Numba kernels against these; they are far too slow for anything else."""
+"""Pure-Python twins of the sentence loops that draw the *same random stream* (word2vec's LCG) and
+read the same sigmoid tables: they check the translation into Numba (down-sampling, reduced
+windows, the order of draws and updates, the pairs a batcher receives), not the mathematics.
+The mathematics is checked against ``naive.py``, which shares nothing with the kernels."""
 from __future__ import annotations
 
 import math
 
 import numpy as np
 
-from .common import LOG_SIGMOID_TABLE, MAX_EXP, SIGMOID_TABLE, SIGMOID_TABLE_SIZE, TABLE_SCALE
+from semhuff.kernels.common import LOG_SIGMOID_TABLE, MAX_EXP, SIGMOID_TABLE, SIGMOID_TABLE_SIZE, TABLE_SCALE
 
 MASK64 = (1 << 64) - 1
 
@@ -120,6 +121,24 @@ def cbow_hs(ids, bounds, syn0, syn1, points, codes, lengths, keep_thr, window, a
             for r in ctx:
                 syn0[r] += err
     return loss, pairs, trained
+
+
+def pairs(ids, bounds, keep_thr, window, alpha0, min_alpha, words_before, total_words, seed,
+          sg=True):
+    """The (inputs, target, rate) the loops' PAIRS body emits, in order: skip-gram one input
+    per pair, CBOW the list of context words per centre."""
+    rng = Lcg(seed)
+    out = []
+    for start, sent in _sentences(ids, bounds, keep_thr, rng):
+        alpha = np.float32(_alpha(alpha0, min_alpha, words_before + start, total_words))
+        for pos, w in enumerate(sent):
+            lo, hi = _window(pos, len(sent), window, rng)
+            ctx = [sent[c] for c in range(lo, hi) if c != pos]
+            if sg:
+                out.extend((r, w, alpha) for r in ctx)
+            elif ctx:
+                out.append((ctx, w, alpha))
+    return out
 
 
 def _draw_noise(thr, alias, rng):

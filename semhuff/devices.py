@@ -1,0 +1,110 @@
+"""Where the work runs. A ``Device`` opens a ``Session`` over the model's weights; the trainer and
+the scorer only talk to the session:
+
+* ``concurrency``: how many threads may call ``train_chunk`` at once (the CPU: ``workers``
+  Hogwild threads sharing the host arrays; a GPU: one stream that owns the weights);
+* ``warm_up``: compile or load the kernels before the clock starts, and say how long it took;
+* ``train_chunk`` / ``score_chunk``: one chunk of token ids;
+* ``to_host``: bring the weights back into the host arrays (for export, ``most_similar``,
+  hooks, checkpoints); ``layer_changed``: the layer's arrays changed on the host (a hook
+  re-assigned the tree, say), upload them again.
+
+``cpu`` is built in; a backend registers itself in ``DEVICES``.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Dict, Type
+
+import numpy as np
+
+from .errors import DeviceError, OptionError
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What every chunk of one ``train()`` call shares."""
+
+    sg: bool
+    keep_thr: np.ndarray   # uint32 down-sampling thresholds by word id (all 0xFFFFFFFF: none)
+    window: int
+    reduce_window: bool    # word2vec's reduced window (training) or the full window (scoring)
+    alpha: float
+    min_alpha: float
+    total_words: int       # input words of the whole call, for the learning-rate decay
+
+
+class CpuSession:
+    """Hogwild threads on the host arrays: the kernels release the GIL and update ``syn0`` and
+    the layer's weights in place, without locks (word2vec's and gensim's way)."""
+
+    def __init__(self, syn0: np.ndarray, layer, workers: int):
+        self.syn0 = syn0
+        self.layer = layer
+        self.concurrency = int(workers)
+
+    def _kernel(self, plan: Plan, score: bool):
+        dim = self.syn0.shape[1]
+        return self.layer.score_kernel(plan.sg, dim) if score else self.layer.train_kernel(plan.sg, dim)
+
+    def warm_up(self, plan: Plan, score: bool = False) -> float:
+        """Compile (or load from Numba's disk cache) the kernel; seconds it took (0 when it was
+        ready in this process). The call runs on the real arrays with a learning rate of 0 and
+        a throw-away statistics array, so a body whose updates scale with alpha changes
+        nothing."""
+        fn = self._kernel(plan, score)
+        if fn.signatures:
+            return 0.0
+        started = time.perf_counter()
+        ids, bounds = np.zeros(2, np.int32), np.array([2], np.int64)
+        stats = np.zeros((2, 2), np.float64) if self.layer.word_stats is not None else self.layer.stats_array()
+        fn(ids, bounds, self.syn0, self.layer.weights, self.layer.kernel_args(), stats,
+           plan.keep_thr, 1, plan.reduce_window, 0.0, 0.0, 0, 1, np.uint64(1))
+        return time.perf_counter() - started
+
+    def train_chunk(self, plan: Plan, chunk, words_before: int, seed: int):
+        fn = self._kernel(plan, score=False)
+        return fn(chunk.ids, chunk.bounds, self.syn0, self.layer.weights,
+                  self.layer.kernel_args(), self.layer.stats_array(), plan.keep_thr, plan.window,
+                  plan.reduce_window, plan.alpha, plan.min_alpha, words_before, plan.total_words,
+                  np.uint64(seed))
+
+    def score_chunk(self, plan: Plan, chunk):
+        fn = self._kernel(plan, score=True)
+        nll, pairs, _ = fn(chunk.ids, chunk.bounds, self.syn0, self.layer.weights,
+                           self.layer.kernel_args(), np.zeros((1, 2)), plan.keep_thr,
+                           plan.window, False, 0.0, 0.0, 0, 1, np.uint64(0))
+        return nll, pairs
+
+    def to_host(self) -> None:
+        """The host arrays are the weights: nothing to do."""
+
+    def layer_changed(self) -> None:
+        """Kernels read ``layer.kernel_args()`` per chunk: nothing to do."""
+
+    def close(self) -> None:
+        pass
+
+
+class CpuDevice:
+    name = "cpu"
+
+    def open(self, syn0: np.ndarray, layer, workers: int) -> CpuSession:
+        return CpuSession(syn0, layer, workers)
+
+
+DEVICES: Dict[str, Type] = {"cpu": CpuDevice}
+
+
+def make_device(name: str):
+    """The device called ``name``; a clear error when it is unknown or unusable here."""
+    if name not in DEVICES:
+        raise OptionError(f"unknown device {name!r}; available: {', '.join(sorted(DEVICES))}")
+    return DEVICES[name]()
+
+
+def check_layer_device(layer, device) -> None:
+    if device.name not in layer.devices:
+        raise DeviceError(f"{layer.describe()} cannot run on device {device.name!r} "
+                          f"(it runs on: {', '.join(layer.devices)})")

@@ -1,0 +1,51 @@
+"""Output layers and their registry: a name (``--loss``, ``Word2Vec(loss=...)``, the model
+file) maps to the class that builds, trains, saves and restores that layer."""
+from __future__ import annotations
+
+from typing import Dict, Type
+
+from ..errors import ModelFileError, OptionError
+from .base import OutputLayer
+from .hs import HierarchicalSoftmax
+from .ns import NegativeSampling
+
+OUTPUT_LAYERS: Dict[str, Type[OutputLayer]] = {}
+
+
+def register_output_layer(name: str):
+    """Class decorator: make an ``OutputLayer`` subclass available as ``loss=name``."""
+    def register(cls):
+        if not (isinstance(cls, type) and issubclass(cls, OutputLayer)):
+            raise TypeError("register_output_layer decorates OutputLayer subclasses")
+        if OUTPUT_LAYERS.get(name, cls) is not cls:
+            raise ValueError(f"output layer name {name!r} is taken by {OUTPUT_LAYERS[name]!r}")
+        cls.name = name
+        OUTPUT_LAYERS[name] = cls
+        return cls
+    return register
+
+
+register_output_layer("hs")(HierarchicalSoftmax)
+register_output_layer("ns")(NegativeSampling)
+
+
+def layer_class(name: str) -> Type[OutputLayer]:
+    try:
+        return OUTPUT_LAYERS[name]
+    except (KeyError, TypeError):
+        raise OptionError(f"unknown output layer (loss) {name!r}; registered: "
+                          f"{', '.join(sorted(OUTPUT_LAYERS))}") from None
+
+
+def layer_from_state(name: str, config: dict, arrays) -> OutputLayer:
+    """Rebuild a saved layer. Its class must be registered in this process (import the module
+    that defines it before loading)."""
+    if name not in OUTPUT_LAYERS:
+        raise ModelFileError(f"the model was saved with output layer {name!r}, which is not "
+                             f"registered here (import the module that defines it first); "
+                             f"registered: {', '.join(sorted(OUTPUT_LAYERS))}")
+    return OUTPUT_LAYERS[name].from_state(config, arrays)
+
+
+__all__ = ["OUTPUT_LAYERS", "HierarchicalSoftmax", "NegativeSampling", "OutputLayer",
+           "layer_class", "layer_from_state", "register_output_layer"]

@@ -1,0 +1,111 @@
+"""``OutputLayer``: the part of the model that turns an input vector into a prediction of a word
+(fastText's ``loss.cc`` pattern: each output layer one small class with one job). It owns
+
+* its weights and any other learned or fixed state (a tree, a noise table, statistics), and
+  saves / restores all of it through the model file (``config`` + ``arrays`` / ``from_state``);
+* its body in the shared sentence loops (``kernels/loop.py``): a built-in body chosen by a
+  constant (``body``), or, for a layer defined outside the package, a per-prediction Numba
+  function (``custom_body``) with the signature ``body(h, w, weights, larg, alpha, err, state)
+  -> (nll, state)``: predict word ``w`` from the input vector ``h``, update ``weights`` (and any
+  array of ``larg``, the layer's ``kernel_args()``), write the input's error to ``err``;
+* optional per-word statistics (``word_stats``: predictions and summed nll per target word) that
+  the kernels accumulate while training;
+* training-time hooks it needs (``hooks()``), e.g. a tree that re-learns itself every K words.
+
+Register a new layer with ``@register_output_layer("name")`` (``semhuff.layers``); ``Word2Vec(
+loss="name")`` and ``semhuff-train --loss name`` then build it, and ``Word2Vec.load`` restores it.
+"""
+from __future__ import annotations
+
+from typing import ClassVar, Dict, List, Optional, Tuple
+
+import numpy as np
+
+from ..errors import OptionError
+from ..kernels import loop
+
+
+class OutputLayer:
+    name: ClassVar[str] = ""                 # the registry key (set by register_output_layer)
+    body: ClassVar[int] = loop.CUSTOM        # which body the sentence loops run
+    normalised: ClassVar[bool] = False       # P(w | h) sums to 1: model.score() is meaningful
+    options: ClassVar[Tuple[str, ...]] = ()  # Word2Vec settings that ``create`` takes
+    devices: ClassVar[Tuple[str, ...]] = ("cpu",)
+
+    def __init__(self):
+        self.weights: Optional[np.ndarray] = None      # (n_rows, dim) float32
+        self.word_stats: Optional[np.ndarray] = None   # (V, 2) float64: predictions, nll
+
+    # -- building ------------------------------------------------------------------------------
+    @classmethod
+    def create(cls, vocab, **options) -> "OutputLayer":
+        """A fresh layer for ``vocab`` from the user's settings (those named in ``options``)."""
+        return cls(**options)
+
+    def n_rows(self, n_words: int) -> int:
+        raise NotImplementedError
+
+    def allocate(self, n_words: int, dim: int) -> None:
+        # word2vec starts the output layer at zero
+        self.weights = np.zeros((self.n_rows(n_words), dim), dtype=np.float32)
+
+    def track_word_stats(self, n_words: int) -> None:
+        """Have the kernels accumulate per-word predictions and nll into ``word_stats``."""
+        if self.word_stats is None or self.word_stats.shape[0] != n_words:
+            self.word_stats = np.zeros((n_words, 2), dtype=np.float64)
+
+    # -- kernels -------------------------------------------------------------------------------
+    def kernel_args(self) -> tuple:
+        """The layer's own arrays, handed to its body as ``larg`` (read per chunk, so a layer
+        may replace them between chunks, e.g. in a hook)."""
+        return ()
+
+    def custom_body(self):
+        """For ``body == loop.CUSTOM``: the per-prediction Numba function."""
+        raise NotImplementedError(f"output layer {self.name!r} defines no body")
+
+    def batch_levels(self) -> int:
+        return 0
+
+    def train_kernel(self, sg: bool, dim: int):
+        custom = self.custom_body() if self.body == loop.CUSTOM else None
+        return loop.kernel(sg, dim, self.body, self.batch_levels(), self.word_stats is not None,
+                           custom)
+
+    def score_kernel(self, sg: bool, dim: int):
+        raise OptionError(f"{self.describe()} does not give normalised probabilities, so held-out "
+                          f"text cannot be scored (score() needs hierarchical softmax)")
+
+    def stats_array(self) -> np.ndarray:
+        return self.word_stats if self.word_stats is not None else loop.no_stats()
+
+    # -- state -----------------------------------------------------------------------------------
+    def config(self) -> dict:
+        """JSON-able settings: ``cls(**config)`` rebuilds the layer before its arrays return."""
+        return {}
+
+    def arrays(self) -> Dict[str, np.ndarray]:
+        """Every learned or fixed array of the layer, by name."""
+        out = {"weights": self.weights}
+        if self.word_stats is not None:
+            out["word_stats"] = self.word_stats
+        return out
+
+    @classmethod
+    def from_state(cls, config: dict, arrays: Dict[str, np.ndarray]) -> "OutputLayer":
+        layer = cls(**config)
+        layer.load_arrays(arrays)
+        return layer
+
+    def load_arrays(self, arrays: Dict[str, np.ndarray]) -> None:
+        self.weights = np.ascontiguousarray(arrays["weights"], dtype=np.float32)
+        if "word_stats" in arrays:
+            self.word_stats = np.ascontiguousarray(arrays["word_stats"], dtype=np.float64)
+
+    # -- training time ---------------------------------------------------------------------------
+    def hooks(self) -> List:
+        """Hooks (``semhuff.hooks.Hook``) the layer needs while training."""
+        return []
+
+    def describe(self) -> str:
+        return self.name

@@ -1,0 +1,79 @@
+"""Hierarchical softmax over any ``Tree`` (Huffman, SemHuff, a custom one)."""
+from __future__ import annotations
+
+from typing import Dict
+
+import numpy as np
+
+from ..errors import OptionError, TreeError
+from ..kernels import loop
+from ..tree import Tree
+from .base import OutputLayer
+
+
+class HierarchicalSoftmax(OutputLayer):
+    """``order`` (skip-gram only) says how a centre's context words walk the centre's path:
+
+    * "word2vec": context by context, word2vec.c's order exactly;
+    * "batched": all contexts per path node at once (the p-tHSM formulation);
+    * "mixed" (default): batched over the top ``MIXED_LEVELS`` nodes of the path, which nearly
+      every word shares and both threads would otherwise keep writing, word2vec's order below.
+    Measured trade-offs in docs/performance.md."""
+
+    body = loop.HS
+    normalised = True
+    options = ("tree", "similarity", "hs_order")
+    ORDERS = ("mixed", "word2vec", "batched")
+    MIXED_LEVELS = 4
+    _BATCH_LEVELS = {"word2vec": 0, "mixed": MIXED_LEVELS, "batched": 1 << 30}
+
+    def __init__(self, tree: Tree, order: str = "mixed"):
+        super().__init__()
+        if order not in self.ORDERS:
+            raise OptionError(f"hs_order must be one of {', '.join(self.ORDERS)}, got {order!r}")
+        self.tree = tree
+        self.order = order
+
+    @classmethod
+    def create(cls, vocab, tree="huffman", similarity=None, hs_order="mixed"):
+        if len(vocab) < 2:
+            raise OptionError(f"hierarchical softmax needs at least 2 words in the vocabulary, "
+                              f"got {len(vocab)} (lower min_count?)")
+        if not isinstance(tree, Tree):
+            from ..trees import make_tree
+            tree = make_tree(tree, vocab, similarity=similarity)
+        elif tree.n_words != len(vocab):
+            raise TreeError(f"the given tree has {tree.n_words} leaves but the vocabulary has "
+                            f"{len(vocab)} words")
+        return cls(tree, hs_order)
+
+    def n_rows(self, n_words: int) -> int:
+        if n_words != self.tree.n_words:
+            raise TreeError(f"tree has {self.tree.n_words} leaves, vocabulary {n_words} words")
+        return max(n_words - 1, 1)
+
+    def batch_levels(self) -> int:
+        return self._BATCH_LEVELS[self.order]
+
+    def kernel_args(self):
+        t = self.tree
+        return (t.points, t.codes, t.lengths)
+
+    def score_kernel(self, sg, dim):
+        return loop.kernel(sg, dim, loop.HS_SCORE)
+
+    def config(self):
+        return {"order": self.order}
+
+    def arrays(self) -> Dict[str, np.ndarray]:
+        return {**super().arrays(), **self.tree.to_arrays()}
+
+    @classmethod
+    def from_state(cls, config, arrays):
+        layer = cls(Tree.from_arrays(arrays), **config)
+        layer.load_arrays(arrays)
+        return layer
+
+    def describe(self):
+        return (f"hierarchical softmax over a {self.tree.kind} tree (max depth "
+                f"{self.tree.max_depth}, {self.order} order)")

@@ -1,0 +1,57 @@
+"""Negative sampling: the baseline both papers compare against."""
+from __future__ import annotations
+
+from typing import Dict
+
+import numpy as np
+
+from ..errors import OptionError
+from ..kernels import loop
+from ..kernels.ns import build_alias_table
+from .base import OutputLayer
+
+
+class NegativeSampling(OutputLayer):
+    """``negative`` noise words per prediction from the unigram^``exponent`` distribution,
+    drawn with an alias table (``alias_thr``, ``alias_idx``) that is part of the saved state."""
+
+    body = loop.NS
+    options = ("negative", "ns_exponent")
+
+    def __init__(self, negative: int = 5, exponent: float = 0.75):
+        super().__init__()
+        if not isinstance(negative, (int, np.integer)) or negative < 1:
+            raise OptionError(f"negative sampling needs negative >= 1, got {negative!r}")
+        self.negative = int(negative)
+        self.exponent = float(exponent)
+        self.alias_thr = self.alias_idx = None
+
+    @classmethod
+    def create(cls, vocab, negative=5, ns_exponent=0.75):
+        layer = cls(negative, ns_exponent)
+        layer.set_noise(vocab.counts)
+        return layer
+
+    def set_noise(self, counts) -> None:
+        weights = np.asarray(counts, dtype=np.float64) ** self.exponent
+        self.alias_thr, self.alias_idx = build_alias_table(weights)
+
+    def n_rows(self, n_words: int) -> int:
+        return n_words
+
+    def kernel_args(self):
+        return (self.alias_thr, self.alias_idx, self.negative)
+
+    def config(self):
+        return {"negative": self.negative, "exponent": self.exponent}
+
+    def arrays(self) -> Dict[str, np.ndarray]:
+        return {**super().arrays(), "alias_thr": self.alias_thr, "alias_idx": self.alias_idx}
+
+    def load_arrays(self, arrays):
+        super().load_arrays(arrays)
+        self.alias_thr = np.ascontiguousarray(arrays["alias_thr"], dtype=np.uint32)
+        self.alias_idx = np.ascontiguousarray(arrays["alias_idx"], dtype=np.int32)
+
+    def describe(self):
+        return f"negative sampling ({self.negative} noise words, unigram^{self.exponent:g})"

@@ -1,0 +1,78 @@
+"""Held-out scoring: the mean negative log-likelihood per prediction, and its perplexity.
+
+Hierarchical softmax gives normalised probabilities (the path probabilities of all leaves sum to
+1), so the likelihood of held-out text compares trees directly: the language-model view of the
+SemHuff and self-organized HSM papers. What is scored:
+
+* **skip-gram**: every ordered pair (context word, centre word) within the **full** window
+  (no reduced window), ``-log P(centre | context)`` through the centre's path, exactly as the
+  model was trained to predict (word2vec.c's direction; over a full window the set of pairs is
+  symmetric, so it is also the centre -> context view);
+* **CBOW**: every centre word with at least one context word, ``-log P(centre | mean of the
+  full-window context vectors)``;
+* **no down-sampling**; out-of-vocabulary words are dropped before windowing, as in training
+  (``oov_tokens`` counts them), so compare perplexities of models with the same vocabulary.
+
+Exact float64 arithmetic (no sigmoid table, no clipping), threads over chunks like training.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from .devices import Plan
+from .encode import DEFAULT_CHUNK_WORDS, encode_chunks
+from .trainer import prefetch, run_chunks
+
+
+@dataclass
+class ScoreReport:
+    nll: float = 0.0          # summed negative log-likelihood, nats
+    predictions: int = 0
+    tokens: int = 0           # tokens read, out-of-vocabulary included
+    oov_tokens: int = 0
+    seconds: float = 0.0
+    compile_seconds: float = 0.0
+
+    @property
+    def mean_nll(self) -> float:
+        """Nats per prediction."""
+        return self.nll / self.predictions if self.predictions else float("nan")
+
+    @property
+    def perplexity(self) -> float:
+        return math.exp(self.mean_nll) if self.predictions else float("nan")
+
+    @property
+    def words_per_second(self) -> float:
+        return self.tokens / self.seconds if self.seconds > 0 else float("nan")
+
+    def summary(self) -> str:
+        return (f"{self.predictions:,} predictions over {self.tokens:,} tokens "
+                f"({self.oov_tokens:,} out of vocabulary): {self.mean_nll:.4f} nats per "
+                f"prediction, perplexity {self.perplexity:,.2f}; {self.seconds:.1f} s = "
+                f"{self.words_per_second:,.0f} words/s")
+
+
+def score(session, sentences, index, sg: bool, window: int,
+          chunk_words: int = DEFAULT_CHUNK_WORDS) -> ScoreReport:
+    plan = Plan(sg=sg, keep_thr=np.full(len(index), 0xFFFFFFFF, np.uint32), window=window,
+                reduce_window=False, alpha=0.0, min_alpha=0.0, total_words=1)
+    report = ScoreReport(compile_seconds=session.warm_up(plan, score=True))
+    started = time.perf_counter()
+
+    def handle(chunk, out):
+        nll, pairs = out
+        report.nll += nll
+        report.predictions += pairs
+        report.tokens += chunk.raw_tokens
+        report.oov_tokens += chunk.raw_tokens - len(chunk.ids)
+
+    chunks = prefetch(encode_chunks(sentences, index, chunk_words), 2 * session.concurrency)
+    run_chunks(session, chunks, lambda chunk: session.score_chunk(plan, chunk), handle,
+               2 * session.concurrency)
+    report.seconds = time.perf_counter() - started
+    return report

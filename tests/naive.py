@@ -1,0 +1,160 @@
+"""Independent references (stumpy's ``tests/naive.py`` pattern): the mathematics of every update,
+written from the papers in plain float64 numpy with the exact sigmoid. Nothing here is shared
+with the kernels: no sigmoid table, no random generator, no path arrays (paths are walked up
+the tree's parent array here). Windows are explicit (the full window: every word within
+``window`` positions) and the noise words of negative sampling are supplied by the caller.
+"""
+from __future__ import annotations
+
+import math
+from typing import List, Sequence, Tuple
+
+import numpy as np
+
+
+def sigmoid(x: float) -> float:
+    return 1.0 / (1.0 + math.exp(-x))
+
+
+def log_sigmoid(x: float) -> float:
+    return -math.log1p(math.exp(-x)) if x >= 0 else x - math.log1p(math.exp(x))
+
+
+def paths(parent: np.ndarray, branch: np.ndarray, n_words: int) -> List[List[Tuple[int, int]]]:
+    """Per word, its (output row, code) pairs from the root down: inner node ``V + i`` is row
+    ``i``; the code is the branch bit taken below that node."""
+    out = []
+    for w in range(n_words):
+        steps, node = [], w
+        while parent[node] >= 0:
+            steps.append((int(parent[node]) - n_words, int(branch[node])))
+            node = parent[node]
+        out.append(steps[::-1])
+    return out
+
+
+def contexts(n: int, pos: int, window: int) -> List[int]:
+    return [c for c in range(max(0, pos - window), min(n, pos + window + 1)) if c != pos]
+
+
+def _hs_step(h, row, code, alpha):
+    """One path node: the gradient factor and -log P(branch); label = 1 - code."""
+    s = float(h @ row)
+    return (1 - code - sigmoid(s)) * alpha, -log_sigmoid(s if code == 0 else -s)
+
+
+def sg_hs(sentence, syn0, syn1, word_paths, window, alpha, top=0):
+    """Skip-gram HS over one sentence: each context word predicts the centre. The first ``top``
+    path nodes are taken for all of a centre's contexts at once from the node's row as it was
+    before that node (each context's gradient uses the un-updated row; the row then gets the
+    sum); the remaining nodes context by context, the row updated after each. A context vector
+    receives its accumulated error after its whole path. Returns (syn0, syn1, loss)."""
+    syn0, syn1 = syn0.astype(np.float64), syn1.astype(np.float64)
+    loss = 0.0
+    for pos, w in enumerate(sentence):
+        ctx = [sentence[c] for c in contexts(len(sentence), pos, window)]
+        path = word_paths[w]
+        err = [np.zeros(syn0.shape[1]) for _ in ctx]
+        for row_id, code in path[:top]:
+            row = syn1[row_id].copy()
+            grads = []
+            for j, r in enumerate(ctx):
+                g, nll = _hs_step(syn0[r], row, code, alpha)
+                grads.append(g)
+                loss += nll
+                err[j] += g * row
+            syn1[row_id] += sum(g * syn0[r] for g, r in zip(grads, ctx))
+        for j, r in enumerate(ctx):
+            for row_id, code in path[top:]:
+                g, nll = _hs_step(syn0[r], syn1[row_id], code, alpha)
+                loss += nll
+                err[j] += g * syn1[row_id]
+                syn1[row_id] += g * syn0[r]
+            syn0[r] += err[j]
+    return syn0, syn1, loss
+
+
+def cbow_hs(sentence, syn0, syn1, word_paths, window, alpha):
+    """CBOW HS: the mean of the context vectors predicts the centre; every context vector (each
+    occurrence) receives the whole error."""
+    syn0, syn1 = syn0.astype(np.float64), syn1.astype(np.float64)
+    loss = 0.0
+    for pos, w in enumerate(sentence):
+        ctx = [sentence[c] for c in contexts(len(sentence), pos, window)]
+        if not ctx:
+            continue
+        h = np.mean([syn0[r] for r in ctx], axis=0)
+        err = np.zeros_like(h)
+        for row_id, code in word_paths[w]:
+            g, nll = _hs_step(h, syn1[row_id], code, alpha)
+            loss += nll
+            err += g * syn1[row_id]
+            syn1[row_id] += g * h
+        for r in ctx:
+            syn0[r] += err
+    return syn0, syn1, loss
+
+
+def _ns_predict(h, w, syn1neg, noise: Sequence[int], alpha):
+    """The true word (label 1), then each noise word (label 0; one equal to ``w`` is skipped).
+    Returns (input error, nll)."""
+    err = np.zeros_like(h)
+    nll = 0.0
+    for target, label in [(w, 1)] + [(z, 0) for z in noise if z != w]:
+        s = float(h @ syn1neg[target])
+        g = (label - sigmoid(s)) * alpha
+        nll -= log_sigmoid(s if label else -s)
+        err += g * syn1neg[target]
+        syn1neg[target] += g * h
+    return err, nll
+
+
+def sg_ns(sentence, syn0, syn1neg, window, alpha, noise):
+    syn0, syn1neg = syn0.astype(np.float64), syn1neg.astype(np.float64)
+    loss = 0.0
+    for pos, w in enumerate(sentence):
+        for c in contexts(len(sentence), pos, window):
+            r = sentence[c]
+            err, nll = _ns_predict(syn0[r], w, syn1neg, noise, alpha)
+            loss += nll
+            syn0[r] += err
+    return syn0, syn1neg, loss
+
+
+def cbow_ns(sentence, syn0, syn1neg, window, alpha, noise):
+    syn0, syn1neg = syn0.astype(np.float64), syn1neg.astype(np.float64)
+    loss = 0.0
+    for pos, w in enumerate(sentence):
+        ctx = [sentence[c] for c in contexts(len(sentence), pos, window)]
+        if not ctx:
+            continue
+        h = np.mean([syn0[r] for r in ctx], axis=0)
+        err, nll = _ns_predict(h, w, syn1neg, noise, alpha)
+        loss += nll
+        for r in ctx:
+            syn0[r] += err
+    return syn0, syn1neg, loss
+
+
+def hs_log_prob(h, word_path, syn1) -> float:
+    """log P(w | h) = sum over the path of log sigmoid(+-h . row), float64."""
+    return sum(log_sigmoid(float(h @ syn1[row]) * (1 - 2 * code)) for row, code in word_path)
+
+
+def score(sentences, index, syn0, syn1, word_paths, window, sg=True) -> Tuple[float, int]:
+    """Held-out (summed nll, predictions): out-of-vocabulary words dropped, full window, no
+    down-sampling; skip-gram: each context predicts the centre; CBOW: the context mean does."""
+    syn0, syn1 = syn0.astype(np.float64), syn1.astype(np.float64)
+    nll, n = 0.0, 0
+    for tokens in sentences:
+        sent = [index[t] for t in tokens if t in index]
+        for pos, w in enumerate(sent):
+            ctx = [sent[c] for c in contexts(len(sent), pos, window)]
+            if sg:
+                for r in ctx:
+                    nll -= hs_log_prob(syn0[r], word_paths[w], syn1)
+                    n += 1
+            elif ctx:
+                nll -= hs_log_prob(np.mean([syn0[r] for r in ctx], axis=0), word_paths[w], syn1)
+                n += 1
+    return nll, n

@@ -1,0 +1,123 @@
+"""The mathematics of the kernels against ``naive.py`` (float64, exact sigmoid, nothing shared):
+one pass over one sentence with explicit windows (full window, no down-sampling, so the kernel
+draws no random number for them), explicit noise words (an alias table whose every draw is one
+known word), and a constant learning rate. The kernels use a 1024-bin sigmoid table, so their
+gradient factors differ from the exact ones by at most ~0.0015 x alpha: updates are compared
+relative to their size, with a margin a wrong sign, order or missing update would blow."""
+import numpy as np
+import pytest
+
+import naive
+from semhuff.kernels import loop
+from semhuff.trees.huffman import build_huffman
+
+DIM = 12
+ALPHA = 0.1
+WINDOW = 2
+# word 1 repeats inside one window, so repeated contexts are covered
+SENTENCE = np.array([0, 3, 1, 4, 1, 2, 5], dtype=np.int32)
+COUNTS = np.array([9, 7, 5, 4, 3, 2])
+NOISE_WORD, NEGATIVE = 2, 3
+
+
+def _weights(rows, seed):
+    rng = np.random.default_rng(seed)
+    return (rng.standard_normal((rows, DIM)) * 0.4).astype(np.float32)
+
+
+def _run(kernel, syn0, syn1, larg):
+    keep = np.full(len(COUNTS), 0xFFFFFFFF, np.uint32)  # no down-sampling: nothing is drawn
+    a0, a1 = syn0.copy(), syn1.copy()
+    loss, pairs, trained = kernel(SENTENCE, np.array([len(SENTENCE)], np.int64), a0, a1, larg,
+                                  loop.no_stats(), keep, WINDOW, False, ALPHA, ALPHA, 0, 1,
+                                  np.uint64(1))
+    assert trained == len(SENTENCE)
+    return a0, a1, loss, pairs
+
+
+def _close(got, before, expected):
+    """The kernel's update equals the naive one within 2% of the largest update."""
+    change = expected - before
+    scale = np.abs(change).max()
+    assert scale > 1e-3  # something was learned
+    np.testing.assert_allclose(got - before, change, rtol=0, atol=0.02 * scale)
+
+
+def _hs_setup():
+    tree = build_huffman(COUNTS)
+    paths = naive.paths(tree.parent, tree.branch, len(COUNTS))
+    return tree, paths, _weights(len(COUNTS), 1), _weights(len(COUNTS) - 1, 2)
+
+
+@pytest.mark.parametrize("top", [0, 2, 1 << 30], ids=["word2vec", "mixed-2", "batched"])
+def test_skipgram_hs_step(top):
+    tree, paths, syn0, syn1 = _hs_setup()
+    got0, got1, loss, pairs = _run(loop.sg_kernel(DIM, loop.HS, top), syn0, syn1,
+                                   (tree.points, tree.codes, tree.lengths))
+    exp0, exp1, exp_loss = naive.sg_hs(SENTENCE.tolist(), syn0, syn1, paths, WINDOW, ALPHA,
+                                       top=min(top, 100))
+    assert pairs == sum(len(naive.contexts(len(SENTENCE), p, WINDOW)) for p in range(len(SENTENCE)))
+    _close(got0, syn0, exp0)
+    _close(got1, syn1, exp1)
+    assert loss == pytest.approx(exp_loss, rel=1e-2)
+
+
+def test_the_orders_differ():
+    """The batched top levels are a different computation, not a relabelling: the naive
+    reference itself gives different updates for 0 and 2 batched levels (so the test above
+    tells them apart)."""
+    tree, paths, syn0, syn1 = _hs_setup()
+    a = naive.sg_hs(SENTENCE.tolist(), syn0, syn1, paths, WINDOW, ALPHA, top=0)
+    b = naive.sg_hs(SENTENCE.tolist(), syn0, syn1, paths, WINDOW, ALPHA, top=2)
+    assert np.abs(a[0] - b[0]).max() > 1e-3 * np.abs(a[0] - syn0).max()
+
+
+def test_cbow_hs_step():
+    tree, paths, syn0, syn1 = _hs_setup()
+    got0, got1, loss, pairs = _run(loop.cbow_kernel(DIM, loop.HS), syn0, syn1,
+                                   (tree.points, tree.codes, tree.lengths))
+    exp0, exp1, exp_loss = naive.cbow_hs(SENTENCE.tolist(), syn0, syn1, paths, WINDOW, ALPHA)
+    assert pairs == len(SENTENCE)
+    _close(got0, syn0, exp0)
+    _close(got1, syn1, exp1)
+    assert loss == pytest.approx(exp_loss, rel=1e-2)
+
+
+def _one_noise_word():
+    # every draw: index i uniform, kept if a 32-bit number < threshold 0 (never), else alias[i]
+    return (np.zeros(len(COUNTS), np.uint32), np.full(len(COUNTS), NOISE_WORD, np.int32), NEGATIVE)
+
+
+@pytest.mark.parametrize("sg", [True, False], ids=["skipgram", "cbow"])
+def test_negative_sampling_step(sg):
+    syn0, syn1neg = _weights(len(COUNTS), 3), _weights(len(COUNTS), 4)
+    got0, got1, loss, _ = _run(loop.kernel(sg, DIM, loop.NS), syn0, syn1neg, _one_noise_word())
+    ref = naive.sg_ns if sg else naive.cbow_ns
+    exp0, exp1, exp_loss = ref(SENTENCE.tolist(), syn0, syn1neg, WINDOW, ALPHA, [NOISE_WORD] * NEGATIVE)
+    _close(got0, syn0, exp0)
+    _close(got1, syn1neg, exp1)
+    assert loss == pytest.approx(exp_loss, rel=1e-2)
+
+
+@pytest.mark.parametrize("sg", [True, False], ids=["skipgram", "cbow"])
+def test_scoring_is_exact(sg):
+    """The scoring body: float64 log-likelihood through the path, no table, no update."""
+    tree, paths, syn0, syn1 = _hs_setup()
+    syn1 = syn1 * 4  # large scores too: scoring never clips
+    kernel = loop.kernel(sg, DIM, loop.HS_SCORE)
+    got0, got1, nll, pairs = _run(kernel, syn0, syn1, (tree.points, tree.codes, tree.lengths))
+    index = {str(i): i for i in range(len(COUNTS))}
+    exp_nll, exp_pairs = naive.score([[str(i) for i in SENTENCE]], index, syn0, syn1, paths,
+                                     WINDOW, sg=sg)
+    assert pairs == exp_pairs
+    assert nll == pytest.approx(exp_nll, rel=1e-6)
+    np.testing.assert_array_equal(got0, syn0)
+    np.testing.assert_array_equal(got1, syn1)
+
+
+def test_hs_probabilities_sum_to_one():
+    """The reference itself: over the whole vocabulary, P(w | h) sums to 1 for any h."""
+    tree, paths, _, syn1 = _hs_setup()
+    h = np.random.default_rng(0).standard_normal(DIM)
+    total = sum(np.exp(naive.hs_log_prob(h, paths[w], syn1.astype(np.float64))) for w in range(len(COUNTS)))
+    assert total == pytest.approx(1.0, rel=1e-12)
