@@ -2,9 +2,11 @@
 on stderr with exit code 2 (never a traceback)."""
 from __future__ import annotations
 
+import argparse
+import importlib
 import logging
 import sys
-from typing import Callable
+from typing import Callable, List, Optional
 
 from semhuff.errors import SemhuffError
 
@@ -32,3 +34,23 @@ def run_cli(prog: str, body: Callable[[], int]) -> int:
     except KeyboardInterrupt:
         print(f"{prog}: interrupted; no output was written", file=sys.stderr)
         return 130
+
+
+def import_plugins(argv: Optional[List[str]]) -> None:
+    """Import the modules named by ``--plugin MODULE`` before the real parser is built, so the
+    output layers / tree builders they register show up among the choices of ``--loss`` etc."""
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--plugin", action="append", default=[])
+    known, _ = pre.parse_known_args(argv)
+    for name in known.plugin:
+        try:
+            importlib.import_module(name)
+        except ImportError as exc:
+            print(f"error: cannot import plugin {name!r}: {exc}", file=sys.stderr)
+            raise SystemExit(2)
+
+
+def add_plugin_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--plugin", action="append", default=[], metavar="MODULE",
+                        help="import this Python module first (it may register output layers "
+                             "or devices); repeatable")

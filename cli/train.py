@@ -14,10 +14,12 @@ import sys
 import time
 from typing import List, Optional
 
+from semhuff.devices import DEVICES
 from semhuff.io_utils import check_writable
+from semhuff.layers import OUTPUT_LAYERS
 from semhuff.model import FORMATS, Word2Vec, default_workers, resolve_format
 
-from .common import run_cli, setup_logging
+from .common import add_plugin_option, import_plugins, run_cli, setup_logging
 
 PROG = "semhuff-train"
 logger = logging.getLogger(PROG)
@@ -41,7 +43,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--model", choices=("sg", "cbow"), default="sg", help="skip-gram or CBOW")
     g.add_argument("--sg", dest="model", action="store_const", const="sg", help="same as --model sg")
     g.add_argument("--cbow", dest="model", action="store_const", const="cbow", help="same as --model cbow")
-    g.add_argument("--loss", choices=("hs", "ns"), default="hs", help="hierarchical softmax or negative sampling")
+    g.add_argument("--loss", choices=sorted(OUTPUT_LAYERS), default="hs",
+                   help="output layer: hs (hierarchical softmax), ns (negative sampling), or one "
+                        "a --plugin registered")
     g.add_argument("--negative", type=int, default=5, help="noise words per prediction (--loss ns)")
     g.add_argument("--tree", default="huffman", help="tree for --loss hs: huffman or semhuff")
     g.add_argument("--hs-order", choices=("mixed", "word2vec", "batched"), default="mixed",
@@ -56,11 +60,14 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--sample", type=float, default=1e-3, help="down-sampling threshold (0 = off)")
     g.add_argument("--max-sentence-length", type=int, default=10_000, help="longer lines are cut into pieces (no token is dropped)")
     g = p.add_argument_group("training")
-    g.add_argument("--epochs", "--iter", dest="epochs", type=int, default=5)
+    g.add_argument("--epochs", "--iter", dest="epochs", type=int, default=5, help="passes over the corpus")
     g.add_argument("--alpha", type=float, default=0.025, help="initial learning rate")
     g.add_argument("--min-alpha", type=float, default=0.0001, help="final learning rate")
-    g.add_argument("--workers", "--threads", dest="workers", type=int, default=default_workers())
-    g.add_argument("--seed", type=int, default=1)
+    g.add_argument("--workers", "--threads", dest="workers", type=int, default=default_workers(),
+                   help="training threads")
+    g.add_argument("--seed", type=int, default=1, help="random seed (workers=1: bit-reproducible)")
+    g.add_argument("--device", choices=sorted(DEVICES), default="cpu", help="where training runs")
+    add_plugin_option(p)
     g = p.add_argument_group("output")
     g.add_argument("--probe", nargs="*", metavar="WORD",
                    help="print nearest neighbours of these words (default: a few frequent words)")
@@ -82,6 +89,7 @@ def resolve_corpus(paths: List[str]) -> List[str]:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
+    import_plugins(argv if argv is not None else sys.argv[1:])
     args = build_parser().parse_args(argv)
     setup_logging(args.verbose - args.quiet)
     return run_cli(PROG, lambda: _run(args))
@@ -106,7 +114,7 @@ def _run(args) -> int:
                          negative=args.negative, tree=args.tree, similarity=args.similarity,
                          hs_order=args.hs_order,
                          alpha=args.alpha, min_alpha=args.min_alpha, epochs=args.epochs,
-                         workers=args.workers, seed=args.seed,
+                         workers=args.workers, seed=args.seed, device=args.device,
                          max_sentence_length=args.max_sentence_length, progress=progress)
         model.build_vocab(corpus)
         report = model.train(corpus)

@@ -50,17 +50,15 @@ class CpuSession:
 
     def warm_up(self, plan: Plan, score: bool = False) -> float:
         """Compile (or load from Numba's disk cache) the kernel; seconds it took (0 when it was
-        ready in this process). The call runs on the real arrays with a learning rate of 0 and
-        a throw-away statistics array, so a body whose updates scale with alpha changes
-        nothing."""
+        ready in this process). The call trains on an empty chunk: the same types as a real
+        call, so the same compiled code, and no side effect on any weight or statistic."""
         fn = self._kernel(plan, score)
         if fn.signatures:
             return 0.0
         started = time.perf_counter()
-        ids, bounds = np.zeros(2, np.int32), np.array([2], np.int64)
-        stats = np.zeros((2, 2), np.float64) if self.layer.word_stats is not None else self.layer.stats_array()
-        fn(ids, bounds, self.syn0, self.layer.weights, self.layer.kernel_args(), stats,
-           plan.keep_thr, 1, plan.reduce_window, 0.0, 0.0, 0, 1, np.uint64(1))
+        fn(np.zeros(0, np.int32), np.zeros(0, np.int64), self.syn0, self.layer.weights,
+           self.layer.kernel_args(), self.layer.stats_array(), plan.keep_thr, 1,
+           plan.reduce_window, 0.0, 0.0, 0, 1, np.uint64(1))
         return time.perf_counter() - started
 
     def train_chunk(self, plan: Plan, chunk, words_before: int, seed: int):

@@ -119,6 +119,7 @@ class Word2Vec:
         self.syn0: Optional[np.ndarray] = None
         self.layer: Optional[OutputLayer] = None
         self.reports: List[TrainReport] = []
+        self.train_calls = 0  # completed train() calls, saved: each call's seed is seed + this
         self._wv = None
         if sentences is not None:
             corpus = as_corpus(sentences, self.max_sentence_length)
@@ -191,7 +192,7 @@ class Word2Vec:
             raise OptionError("epochs must be >= 1")
         settings = TrainSettings(sg=bool(self.sg), window=self.window, alpha=self.alpha,
                                  min_alpha=self.min_alpha, epochs=epochs,
-                                 seed=self.seed + len(self.reports), chunk_words=self.chunk_words,
+                                 seed=self.seed + self.train_calls, chunk_words=self.chunk_words,
                                  progress=self.progress)
         logger.info("training %s, %s, dim %d, window %d, %d epochs, %d workers on %s",
                     "skip-gram" if self.sg else "CBOW", self.layer.describe(), self.vector_size,
@@ -210,6 +211,7 @@ class Word2Vec:
             raise TrainingDiverged("training diverged: the weights became non-finite "
                                    f"(learning rate {self.alpha} too high?)")
         self.reports.append(report)
+        self.train_calls += 1
         logger.info("%s", report.summary())
         return report
 
@@ -261,7 +263,7 @@ class Word2Vec:
         meta = {"format_version": MODEL_FORMAT_VERSION, "params": self.params(),
                 "layer": {"name": self.layer.name, "config": self.layer.config()},
                 "total_tokens": self.vocab.total_tokens,
-                "trained_epochs": sum(len(r.epochs) for r in self.reports)}
+                "train_calls": self.train_calls}
         arrays = {"syn0": self.syn0, "vocab_counts": self.vocab.counts,
                   "vocab_words": _pack_words(self.vocab.words),
                   "meta": np.array(json.dumps(meta))}
@@ -287,10 +289,12 @@ class Word2Vec:
             vocab = Vocab(words, arrays["vocab_counts"], meta["total_tokens"], params["min_count"])
         except (OSError, KeyError, ValueError, TypeError) as exc:
             raise ModelFileError(f"not a semhuff model file: {path} ({exc})") from None
+        layer = layer_from_state(name, config, layer_arrays)  # a clear error if not registered
         model = cls(**params, progress=progress)
         model.vocab = vocab
-        model.layer = layer_from_state(name, config, layer_arrays)
+        model.layer = layer
         model.syn0 = np.ascontiguousarray(arrays["syn0"], dtype=np.float32)
+        model.train_calls = int(meta.get("train_calls", 0))
         return model
 
     def save_vectors(self, path: str, fmt: str = "auto") -> str:

@@ -14,6 +14,14 @@ SemHuff and self-organized HSM papers. What is scored:
   (``oov_tokens`` counts them), so compare perplexities of models with the same vocabulary.
 
 Exact float64 arithmetic (no sigmoid table, no clipping), threads over chunks like training.
+
+Reading the figure: with all output weights at zero, HS over a Huffman tree *is* the unigram
+model (every branch 1/2, P(w) = 2^-code length), so an untrained model's perplexity is the
+unigram baseline. A model trained with down-sampling (word2vec's default ``sample=1e-3``) has
+learned to predict the down-sampled, much flatter distribution of centre words; scored on full
+text it can come out *worse* than that baseline even when its vectors are good. Compare trees
+trained with the same settings; to read the figure as a language model, train with
+``sample=0`` (measured in docs/design.md).
 """
 from __future__ import annotations
 

@@ -1,0 +1,69 @@
+"""semhuff-score: how well a saved model predicts held-out text.
+
+    semhuff-score MODEL.npz CORPUS [CORPUS ...] [--workers N] [--json OUT]
+
+Prints the mean negative log-likelihood per prediction (nats) and the perplexity: skip-gram
+scores every (context, centre) pair of the full window, CBOW every centre from its full-window
+context mean; no down-sampling; out-of-vocabulary words are dropped (semhuff.scoring). Needs a
+model whose output layer gives normalised probabilities (hierarchical softmax over any tree).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import List, Optional
+
+from semhuff.errors import OptionError
+from semhuff.io_utils import atomic_output, check_writable
+from semhuff.model import Word2Vec, default_workers
+
+from .common import add_plugin_option, import_plugins, run_cli, setup_logging
+from .train import resolve_corpus
+
+PROG = "semhuff-score"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=PROG, description="Held-out mean negative log-likelihood and "
+                                "perplexity of a saved semhuff model (.npz).",
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("model", help="a full model saved by semhuff-train (-o/--save-model *.npz)")
+    p.add_argument("corpus", nargs="+", help="held-out text file(s) or directory; 'lee' = gensim's lee_background.cor")
+    p.add_argument("--workers", type=int, default=default_workers(), help="scoring threads")
+    p.add_argument("--json", help="also write the figures as JSON")
+    add_plugin_option(p)
+    p.add_argument("-q", "--quiet", action="count", default=0)
+    p.add_argument("-v", "--verbose", action="count", default=0)
+    return p
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    import_plugins(argv if argv is not None else sys.argv[1:])
+    args = build_parser().parse_args(argv)
+    setup_logging(args.verbose - args.quiet)
+    return run_cli(PROG, lambda: _run(args))
+
+
+def _run(args) -> int:
+    if args.json:
+        check_writable(args.json)
+    if args.workers < 1:
+        raise OptionError(f"--workers must be >= 1, got {args.workers}")
+    model = Word2Vec.load(args.model, progress=False)
+    report = model.score(resolve_corpus(args.corpus), workers=args.workers)
+    print(f"model: {'skip-gram' if model.sg else 'CBOW'}, {model.layer.describe()}, "
+          f"window {model.window}, {len(model.vocab):,} words")
+    print(f"score: {report.summary()}")
+    if args.json:
+        figures = {"model": args.model, "corpus": args.corpus, "mean_nll": report.mean_nll,
+                   "perplexity": report.perplexity, "predictions": report.predictions,
+                   "tokens": report.tokens, "oov_tokens": report.oov_tokens,
+                   "seconds": report.seconds, "words_per_second": report.words_per_second}
+        with atomic_output(args.json, "w") as fh:
+            json.dump(figures, fh, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
