@@ -20,7 +20,7 @@ from typing import List, Optional, Tuple
 import numpy as np
 
 from semhuff.corpus import Corpus
-from semhuff.errors import SemhuffError
+from semhuff.errors import SemhuffError, TreeError, VocabError
 from semhuff.io_utils import atomic_output, atomic_write_npz, check_writable
 from semhuff.tree import Tree
 from semhuff.trees import TREE_KINDS, make_tree
@@ -33,10 +33,6 @@ from .common import run_cli, setup_logging
 
 logger = logging.getLogger("semhuff.cli.tree")
 PROG = "semhuff-tree"
-
-
-class TreeFileError(SemhuffError):
-    pass
 
 
 # -- vocabulary and tree files ---------------------------------------------------------------------
@@ -52,15 +48,15 @@ def read_vocab_file(path: str) -> Vocab:
                 if not fields:
                     continue
                 if len(fields) != 2 or not fields[1].isdigit():
-                    raise TreeFileError(f"{path}:{line_no}: expected 'word count', got {line.strip()[:60]!r}")
+                    raise VocabError(f"{path}:{line_no}: expected 'word count', got {line.strip()[:60]!r}")
                 words.append(fields[0])
                 counts.append(int(fields[1]))
     except OSError as exc:
-        raise TreeFileError(f"cannot read vocabulary {path}: {exc.strerror or exc}") from None
+        raise VocabError(f"cannot read vocabulary {path}: {exc.strerror or exc}") from None
     except UnicodeDecodeError:
-        raise TreeFileError(f"vocabulary {path} is not UTF-8 text") from None
+        raise VocabError(f"vocabulary {path} is not UTF-8 text") from None
     if not words:
-        raise TreeFileError(f"vocabulary {path} is empty")
+        raise VocabError(f"vocabulary {path} is empty")
     order = np.argsort(-np.array(counts, dtype=np.int64), kind="stable")
     return Vocab([words[i] for i in order], np.array(counts, dtype=np.int64)[order],
                  total_tokens=int(sum(counts)))
@@ -89,11 +85,11 @@ def load_tree_file(path: str, vocab_path: Optional[str] = None) -> Tuple[Tree, O
                 vocab = Vocab(list(data["vocab_words"]), data["vocab_counts"],
                               total_tokens=int(data["vocab_counts"].sum()))
     except (OSError, ValueError, KeyError, zipfile.BadZipFile) as exc:
-        raise TreeFileError(f"cannot read tree file {path}: {exc}") from None
+        raise TreeError(f"cannot read tree file {path}: {exc}") from None
     if vocab_path:
         vocab = read_vocab_file(vocab_path)
     if vocab is not None and len(vocab) != tree.n_words:
-        raise TreeFileError(f"the tree has {tree.n_words} leaves but the vocabulary {len(vocab)} words")
+        raise TreeError(f"the tree has {tree.n_words} leaves but the vocabulary {len(vocab)} words")
     tree.validate()
     return tree, vocab
 

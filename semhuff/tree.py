@@ -15,15 +15,10 @@ The canonical form is the parent array of a full binary tree: nodes ``0 .. V-1``
 """
 from __future__ import annotations
 
-
 import numba
 import numpy as np
 
-from .errors import SemhuffError
-
-
-class TreeError(SemhuffError):
-    pass
+from .errors import TreeError
 
 
 @numba.njit(cache=True, nogil=True)

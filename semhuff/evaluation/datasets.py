@@ -13,15 +13,11 @@ import os
 from pathlib import Path
 from typing import Callable, Iterator, Optional, TypeVar
 
-from ..errors import SemhuffError
+from ..errors import DatasetMissing
 
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
-
-
-class DatasetMissing(SemhuffError):
-    """A data set file or folder is not there; the task that needs it is skipped."""
 
 
 def data_root() -> Path:

@@ -18,16 +18,12 @@ from typing import Optional
 import numpy as np
 from gensim.models import KeyedVectors
 
-from ..errors import SemhuffError
+from ..errors import VectorsError
 
 logger = logging.getLogger(__name__)
 
 #: same default as gensim's ``evaluate_word_pairs`` / ``evaluate_word_analogies``
 DEFAULT_RESTRICT_VOCAB = 300_000
-
-
-class VectorsError(SemhuffError):
-    """The vectors cannot be loaded (missing, empty, unreadable or of an unknown format)."""
 
 
 @dataclasses.dataclass

@@ -37,7 +37,7 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
-from ..errors import SemhuffError
+from ..errors import SimilarityError
 
 logger = logging.getLogger(__name__)
 
@@ -61,10 +61,6 @@ _MORPHY_RULES = {
 _VECTOR_SUFFIXES = (".kv", ".model", ".bin", ".vec", ".w2v")
 _FIELD_SPLIT = re.compile(r"[\s,]+")
 _EMBEDDING_BLOCK_ROWS = 1024
-
-
-class SimilarityError(SemhuffError):
-    """A similarity source cannot be read at all (missing file, no WordNet, bad vectors)."""
 
 
 @dataclass
