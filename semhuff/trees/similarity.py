@@ -37,6 +37,7 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
+from ..data import data_path
 from ..errors import SimilarityError
 
 logger = logging.getLogger(__name__)
@@ -352,9 +353,7 @@ def embedding_similarity(vectors, vocab, top_k: int = DEFAULT_TOP_K,
 def default_wordnet_dirs() -> List[str]:
     """Where WordNet's dict files are looked for: ``$SEMHUFF_WORDNET``, the project's shared
     data (``$SEMHUFF_DATA/wordnet``, default ``<repo>/../shared/data``), Debian's wordnet-base."""
-    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    data = os.environ.get("SEMHUFF_DATA", os.path.join(os.path.dirname(repo), "shared", "data"))
-    dirs = [os.environ.get("SEMHUFF_WORDNET", ""), os.path.join(data, "wordnet"), "/usr/share/wordnet"]
+    dirs = [os.environ.get("SEMHUFF_WORDNET", ""), str(data_path("wordnet")), "/usr/share/wordnet"]
     return [d for d in dirs if d]
 
 
