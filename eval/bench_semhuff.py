@@ -25,7 +25,7 @@ import numpy as np
 
 from semhuff.corpus import Corpus
 from semhuff.data import missing_message, shared_corpus
-from semhuff.kernels.matching import approximate_matching, exact_matching, matching_weight
+from semhuff.trees.matching import approximate_matching, exact_matching, matching_weight
 from semhuff.trees.huffman import build_huffman
 from semhuff.trees.semhuff import LevelStats, build_semhuff, sibling_similarity
 from semhuff.trees.similarity import find_wordnet, load_similarity
