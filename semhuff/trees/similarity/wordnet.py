@@ -3,124 +3,51 @@ breadth-first over hypernym / hyponym (incl. instance), similar-to and verb-grou
 ``max_hops`` (default 2); a tier is only searched when the nearer ones gave fewer than ``top_k``
 words, and ties inside the last tier prefer words linked by more sense pairs, then more frequent
 words. Inflected vocabulary words reach their lemmas through WordNet's exception lists and
-detachment rules (NLTK's ``morphy``). The ``data.*`` files are parsed directly: about 1 s, against
-several seconds for NLTK's reader, which also needs a ``lexnames`` file the Debian package lacks.
+detachment rules (NLTK's ``morphy``). WordNet's files are read by ``semhuff.wordnet``.
 """
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass
-from typing import Dict, Iterable, List, Optional, Tuple
+import contextlib
+from typing import List, Optional, Tuple
 
 import numba
 import numpy as np
 import scipy.sparse as sp
 
-from ...data import data_path
-from ...errors import SimilarityError
+from ... import wordnet as wordnet_reader
+from ...errors import DatasetMissing, SimilarityError
+from ...wordnet import POS_FILES, WordNetGraph, base_forms, default_wordnet_dirs
 from .core import DEFAULT_TOP_K, SimilarityReport, _finish, _word_index, top_k_symmetric
 
 DEFAULT_WORDNET_HOPS = 2
 # Synset links that mean "is a kind of / is like": hypernym, instance hypernym, their inverses,
 # similar-to (adjective clusters) and verb group. Antonyms, meronyms and derivations are left out.
 WORDNET_LINKS = frozenset({"@", "@i", "~", "~i", "&", "$"})
-_WORDNET_POS = ("noun", "verb", "adj", "adv")
-_POINTER_FILE = {"n": "noun", "v": "verb", "a": "adj", "s": "adj", "r": "adv"}
-# NLTK's morphy detachment rules (WordNet's morphological processing).
-_MORPHY_RULES = {
-    "noun": (("s", ""), ("ses", "s"), ("ves", "f"), ("xes", "x"), ("zes", "z"), ("ches", "ch"),
-             ("shes", "sh"), ("men", "man"), ("ies", "y")),
-    "verb": (("s", ""), ("ies", "y"), ("es", "e"), ("es", ""), ("ed", "e"), ("ed", ""),
-             ("ing", "e"), ("ing", "")),
-    "adj": (("er", ""), ("est", ""), ("er", "e"), ("est", "e")),
-    "adv": (),
-}
+
+__all__ = ["DEFAULT_WORDNET_HOPS", "WORDNET_LINKS", "WordNetGraph", "base_forms", "default_wordnet_dirs",
+           "find_wordnet", "read_wordnet", "wordnet_similarity"]
 
 
-def default_wordnet_dirs() -> List[str]:
-    """Where WordNet's dict files are looked for: ``$SEMHUFF_WORDNET``, the project's shared
-    data (``$SEMHUFF_DATA/wordnet``, default ``<repo>/../shared/data``), Debian's wordnet-base."""
-    dirs = [os.environ.get("SEMHUFF_WORDNET", ""), str(data_path("wordnet")), "/usr/share/wordnet"]
-    return [d for d in dirs if d]
+@contextlib.contextmanager
+def _as_similarity_error():
+    # To a tree builder, missing WordNet files are a similarity source that cannot be read.
+    try:
+        yield
+    except DatasetMissing as exc:
+        raise SimilarityError(str(exc)) from None
 
 
 def find_wordnet(wordnet_dir: Optional[str] = None) -> str:
-    for folder in [wordnet_dir] if wordnet_dir else default_wordnet_dirs():
-        if all(os.path.isfile(os.path.join(folder, f"data.{pos}")) for pos in _WORDNET_POS):
-            return folder
-    where = wordnet_dir or ", ".join(default_wordnet_dirs())
-    raise SimilarityError(f"WordNet dict files (data.noun ...) not found in {where}")
-
-
-@dataclass
-class WordNetGraph:
-    """WordNet as integers: synsets ``0 .. n_synsets-1``, the selected links between them, and
-    for every (part of speech, lemma) its synsets in WordNet's sense order (most frequent first)."""
-
-    n_synsets: int
-    link_src: np.ndarray
-    link_dst: np.ndarray
-    senses: Dict[Tuple[str, str], List[int]]
-    exceptions: Dict[str, Dict[str, List[str]]]
-
-
-def _read_lines(path: str) -> Iterable[List[str]]:
-    with open(path, encoding="utf-8", errors="replace") as fh:
-        for line in fh:
-            if not line.startswith(" "):  # the licence header is indented
-                yield line.split(" | ", 1)[0].split()
+    """``semhuff.wordnet.find_wordnet``, raising ``SimilarityError``."""
+    with _as_similarity_error():
+        return wordnet_reader.find_wordnet(wordnet_dir)
 
 
 def read_wordnet(wordnet_dir: Optional[str] = None, links=WORDNET_LINKS) -> WordNetGraph:
-    """Parse WordNet's ``data.*``, ``index.*`` and ``*.exc`` files directly (format: wndb(5WN))."""
-    folder = find_wordnet(wordnet_dir)
-    synset_id: Dict[Tuple[str, str], int] = {}
-    pointers: List[Tuple[int, str, str]] = []
-    for pos in _WORDNET_POS:
-        for fields in _read_lines(os.path.join(folder, f"data.{pos}")):
-            sid = len(synset_id)
-            synset_id[(pos, fields[0])] = sid
-            at = 4 + 2 * int(fields[3], 16)  # skip the (word, lex_id) pairs
-            for i in range(int(fields[at])):
-                symbol, offset, target_pos = fields[at + 1 + 4 * i: at + 4 + 4 * i]
-                if symbol in links:
-                    pointers.append((sid, _POINTER_FILE[target_pos], offset))
-    senses: Dict[Tuple[str, str], List[int]] = {}
-    exceptions: Dict[str, Dict[str, List[str]]] = {}
-    for pos in _WORDNET_POS:
-        index_path = os.path.join(folder, f"index.{pos}")
-        if not os.path.isfile(index_path):
-            raise SimilarityError(f"WordNet file missing: {index_path}")
-        for fields in _read_lines(index_path):
-            n_senses = int(fields[2])
-            # the synset offsets end the line, most frequent sense first
-            ids = [synset_id.get((pos, off), -1) for off in fields[len(fields) - n_senses:]]
-            senses[(pos, fields[0])] = [s for s in ids if s >= 0]
-        exc_path = os.path.join(folder, f"{pos}.exc")
-        table: Dict[str, List[str]] = {}
-        if os.path.isfile(exc_path):
-            for parts in _read_lines(exc_path):
-                if len(parts) >= 2:
-                    table[parts[0]] = parts[1:]
-        exceptions[pos] = table
-    src = np.array([p[0] for p in pointers], dtype=np.int64)
-    dst = np.array([synset_id.get((p[1], p[2]), -1) for p in pointers], dtype=np.int64)
-    ok = dst >= 0
-    return WordNetGraph(len(synset_id), src[ok], dst[ok], senses, exceptions)
-
-
-def base_forms(word: str, pos: str, graph: WordNetGraph) -> List[str]:
-    """WordNet lemmas of ``word`` as part of speech ``pos`` (NLTK's morphy, first step)."""
-    if word in graph.exceptions[pos]:
-        forms = [word] + graph.exceptions[pos][word]
-    else:
-        forms = [word] + [word[: -len(old)] + new for old, new in _MORPHY_RULES[pos]
-                          if word.endswith(old) and len(word) > len(old)]
-    found: List[str] = []
-    for form in forms:
-        if (pos, form) in graph.senses and form not in found:
-            found.append(form)
-    return found
+    """WordNet's synset graph over ``links`` (``semhuff.wordnet.read_graph``), raising
+    ``SimilarityError``."""
+    with _as_similarity_error():
+        return wordnet_reader.read_graph(wordnet_dir, links)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -211,7 +138,7 @@ def wordnet_similarity(vocab, top_k: int = DEFAULT_TOP_K, wordnet_dir: Optional[
     member_rank: List[int] = []
     # A string loop over the vocabulary (about 0.2 s for 56k words): morphology is not numeric.
     for wid, word in enumerate(words):
-        for pos in _WORDNET_POS:
+        for pos in POS_FILES:
             for lemma in base_forms(word, pos, graph):
                 synsets = graph.senses[(pos, lemma)]
                 member_word.extend([wid] * len(synsets))
