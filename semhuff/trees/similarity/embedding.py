@@ -1,6 +1,6 @@
-"""Similarity from an existing embedding: top-k cosine neighbours (gensim ``KeyedVectors``,
-word2vec text or binary format, or an in-memory ``(words, vectors)`` pair); negative cosines are
-dropped. This is the bootstrapping route: train on Huffman, rebuild."""
+"""Similarity from an existing embedding: top-k cosine neighbours (gensim ``KeyedVectors``, any
+vectors file ``semhuff.vectors_io`` reads, or an in-memory ``(words, vectors)`` pair); negative
+cosines are dropped. This is the bootstrapping route: train on Huffman, rebuild."""
 from __future__ import annotations
 
 import logging
@@ -11,7 +11,8 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
-from ...errors import SimilarityError
+from ...errors import SimilarityError, VectorsError
+from ...vectors_io import read_vectors
 from .core import DEFAULT_TOP_K, SimilarityReport, _finish, _word_index, top_k_symmetric
 
 logger = logging.getLogger(__name__)
@@ -80,30 +81,11 @@ def _read_vectors(source) -> Tuple[List[str], np.ndarray]:
     path = os.fspath(source)
     if not os.path.exists(path):
         raise SimilarityError(f"vectors not found: {path}")
-    from gensim.models import KeyedVectors
     try:
-        if path.endswith((".kv", ".model")):
-            from gensim.utils import SaveLoad
-            loaded = SaveLoad.load(path)  # KeyedVectors, or a whole Word2Vec model
-            kv = getattr(loaded, "wv", loaded)
-        else:
-            kv = KeyedVectors.load_word2vec_format(path, binary=_looks_binary(path))
-    except Exception as exc:  # gensim raises anything from ValueError to UnpicklingError
+        kv, _ = read_vectors(path)
+    except VectorsError as exc:
         raise SimilarityError(f"cannot read vectors {path}: {exc}") from None
     return list(kv.index_to_key), kv.vectors
-
-
-def _looks_binary(path: str) -> bool:
-    if path.endswith(".bin"):
-        return True
-    with open(path, "rb") as fh:
-        head = fh.read(4096)
-    body = head.split(b"\n", 1)[1] if b"\n" in head else b""
-    try:
-        body.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return exc.start < len(body) - 4  # a cut multi-byte char at the end is still text
-    return False
 
 
 def embedding_similarity(vectors, vocab, top_k: int = DEFAULT_TOP_K,
