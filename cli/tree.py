@@ -5,8 +5,9 @@
     semhuff-tree show TREE.npz WORD [WORD ...] [--up 4]
 
 A tree file is the ``Tree`` npz (``Tree.load`` reads it; the trainer can use it as is) plus the
-vocabulary it was built for (``vocab_words``, ``vocab_counts``), so ``stats`` and ``show`` need
-nothing else. A vocabulary file has one ``word count`` per line (word2vec's ``-save-vocab``).
+vocabulary it was built for (``Tree.save(path, vocab)`` / ``load_tree_file``), so ``stats`` and
+``show`` need nothing else. A vocabulary file has one ``word count`` per line (word2vec's
+``-save-vocab``; ``Vocab.read_text`` / ``Vocab.write_text``).
 User errors print one line on stderr and exit with status 2.
 """
 from __future__ import annotations
@@ -14,15 +15,14 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-import zipfile
-from typing import List, Optional, Tuple
+from typing import List, Optional
 
 import numpy as np
 
 from semhuff.corpus import Corpus
 from semhuff.errors import SemhuffError
-from semhuff.io_utils import atomic_output, atomic_write_npz, check_writable
-from semhuff.tree import Tree
+from semhuff.io_utils import check_writable
+from semhuff.tree import Tree, load_tree_file
 from semhuff.trees import TREE_KINDS, make_tree
 from semhuff.trees.huffman import build_huffman
 from semhuff.trees.semhuff import sibling_similarity
@@ -33,69 +33,6 @@ from .common import run_cli, setup_logging
 
 logger = logging.getLogger("semhuff.cli.tree")
 PROG = "semhuff-tree"
-
-
-class TreeFileError(SemhuffError):
-    pass
-
-
-# -- vocabulary and tree files ---------------------------------------------------------------------
-
-def read_vocab_file(path: str) -> Vocab:
-    """A ``word count`` per line; re-sorted by descending count (stable)."""
-    words: List[str] = []
-    counts: List[int] = []
-    try:
-        with open(path, encoding="utf-8") as fh:
-            for line_no, line in enumerate(fh, 1):
-                fields = line.split()
-                if not fields:
-                    continue
-                if len(fields) != 2 or not fields[1].isdigit():
-                    raise TreeFileError(f"{path}:{line_no}: expected 'word count', got {line.strip()[:60]!r}")
-                words.append(fields[0])
-                counts.append(int(fields[1]))
-    except OSError as exc:
-        raise TreeFileError(f"cannot read vocabulary {path}: {exc.strerror or exc}") from None
-    except UnicodeDecodeError:
-        raise TreeFileError(f"vocabulary {path} is not UTF-8 text") from None
-    if not words:
-        raise TreeFileError(f"vocabulary {path} is empty")
-    order = np.argsort(-np.array(counts, dtype=np.int64), kind="stable")
-    return Vocab([words[i] for i in order], np.array(counts, dtype=np.int64)[order],
-                 total_tokens=int(sum(counts)))
-
-
-def write_vocab_file(path: str, vocab: Vocab) -> None:
-    with atomic_output(path, "w") as fh:
-        for word, count in zip(vocab.words, vocab.counts):
-            fh.write(f"{word} {int(count)}\n")
-
-
-def save_tree_file(path: str, tree: Tree, vocab: Vocab) -> None:
-    arrays = tree.to_arrays()
-    arrays["vocab_words"] = np.array(vocab.words)
-    arrays["vocab_counts"] = np.asarray(vocab.counts, dtype=np.int64)
-    atomic_write_npz(path, arrays)
-
-
-def load_tree_file(path: str, vocab_path: Optional[str] = None) -> Tuple[Tree, Optional[Vocab]]:
-    """The tree and, when stored with it (or given as a file), its vocabulary."""
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            tree = Tree.from_arrays(data)
-            vocab = None
-            if "vocab_words" in data:
-                vocab = Vocab(list(data["vocab_words"]), data["vocab_counts"],
-                              total_tokens=int(data["vocab_counts"].sum()))
-    except (OSError, ValueError, KeyError, zipfile.BadZipFile) as exc:
-        raise TreeFileError(f"cannot read tree file {path}: {exc}") from None
-    if vocab_path:
-        vocab = read_vocab_file(vocab_path)
-    if vocab is not None and len(vocab) != tree.n_words:
-        raise TreeFileError(f"the tree has {tree.n_words} leaves but the vocabulary {len(vocab)} words")
-    tree.validate()
-    return tree, vocab
 
 
 # -- statistics and the neighbourhood view ---------------------------------------------------------
@@ -165,7 +102,7 @@ def format_neighbourhood(tree: Tree, words, word_id: int, up: int = 4, max_words
 
 def _load_vocab(args) -> Vocab:
     if args.vocab:
-        return read_vocab_file(args.vocab)
+        return Vocab.read_text(args.vocab)
     return Vocab.build(Corpus(args.corpus), min_count=args.min_count)
 
 
@@ -186,9 +123,9 @@ def cmd_build(args) -> int:
         tree = make_tree("semhuff", vocab, similarity, matching=args.matching)
     else:
         tree = make_tree("huffman", vocab)
-    save_tree_file(args.output, tree, vocab)
+    tree.save(args.output, vocab)
     if args.save_vocab:
-        write_vocab_file(args.save_vocab, vocab)
+        vocab.write_text(args.save_vocab)
     print(format_statistics(tree, vocab, similarity))
     print(f"saved {args.output}")
     return 0

@@ -24,18 +24,14 @@ from typing import List
 import numpy as np
 
 from semhuff.corpus import Corpus
-from semhuff.kernels.matching import approximate_matching, exact_matching, matching_weight
+from semhuff.data import missing_message, shared_corpus
+from semhuff.trees.matching import approximate_matching, exact_matching, matching_weight
 from semhuff.trees.huffman import build_huffman
 from semhuff.trees.semhuff import LevelStats, build_semhuff, sibling_similarity
 from semhuff.trees.similarity import find_wordnet, load_similarity
 from semhuff.vocab import Vocab
 
 TARGET_SECONDS = 60.0
-
-
-def data_dir() -> str:
-    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    return os.environ.get("SEMHUFF_DATA", os.path.join(os.path.dirname(repo), "shared", "data"))
 
 
 def timed(label: str, func, *args, **kwargs):
@@ -112,9 +108,9 @@ def main(argv=None) -> int:
                         help="compare with the exact matching on levels up to this size (0: skip)")
     args = parser.parse_args(argv)
 
-    corpus_path = os.path.join(data_dir(), "corpus", "corpus.txt.gz")
+    corpus_path = str(shared_corpus())
     if not os.path.isfile(corpus_path):
-        print(f"skipped: corpus not found at {corpus_path} (set SEMHUFF_DATA)")
+        print(f"skipped: {missing_message(corpus_path, 'corpus')}")
         return 0
     vocab, _ = timed("vocabulary (not in the target)", Vocab.build, Corpus(corpus_path),
                      min_count=args.min_count)

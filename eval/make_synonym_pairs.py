@@ -17,9 +17,9 @@ import random
 import sys
 from pathlib import Path
 
+from semhuff.data import data_path
 from semhuff.errors import SemhuffError
 from semhuff.evaluation import thesaurus
-from semhuff.evaluation.datasets import data_root
 from semhuff.io_utils import atomic_output
 
 PROG = "make_synonym_pairs"
@@ -42,7 +42,7 @@ def main(argv=None) -> int:
         if args.mythes:
             source_text, synsets = f"MyThes {args.mythes}", thesaurus.mythes_synsets(args.mythes)
         else:
-            folder = args.wordnet or data_root() / "wordnet"
+            folder = args.wordnet or data_path("wordnet")
             source_text, synsets = f"WordNet {folder} (pos {args.pos})", thesaurus.wordnet_synsets(folder, args.pos)
         pairs = thesaurus.synonym_pairs(synsets, args.max_set_size or None)
         if args.sample and args.sample < len(pairs):

@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from semhuff.evaluation.datasets import data_root
+from semhuff.data import shared_corpus
 from semhuff.io_utils import atomic_output, check_writable
 
 PROG = "train_gensim_baseline"
@@ -39,7 +39,7 @@ def main(argv=None) -> int:
     p.add_argument("--seed", type=int, default=1)
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format=f"{PROG}: %(asctime)s %(message)s")
-    corpus = args.corpus or data_root() / "corpus" / "corpus.txt.gz"
+    corpus = args.corpus or shared_corpus()
     try:
         check_writable(str(args.output))
         if not corpus.is_file():

@@ -8,11 +8,7 @@ import tempfile
 
 import numpy as np
 
-from .errors import SemhuffError
-
-
-class OutputError(SemhuffError):
-    pass
+from .errors import OutputError
 
 
 def check_writable(path: str) -> None:

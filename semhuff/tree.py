@@ -12,18 +12,20 @@ padded path arrays, the layout of the p-tHSM poster:
 The canonical form is the parent array of a full binary tree: nodes ``0 .. V-1`` are the leaves
 (word ids), ``V .. 2V-2`` the inner nodes (inner node ``V + i`` is output row ``i``), and
 ``branch[n]`` is the bit on the edge into ``n``. The path arrays are derived from it.
+
+A tree file is an npz of these arrays (``Tree.save`` / ``Tree.load``), optionally with the
+vocabulary it was built for (``vocab_words``, ``vocab_counts``; ``load_tree_file`` reads both).
 """
 from __future__ import annotations
 
+import zipfile
+from typing import Optional, Tuple
 
 import numba
 import numpy as np
 
-from .errors import SemhuffError
-
-
-class TreeError(SemhuffError):
-    pass
+from .errors import TreeError
+from .vocab import Vocab
 
 
 @numba.njit(cache=True, nogil=True)
@@ -165,9 +167,14 @@ class Tree:
     def from_arrays(cls, arrays) -> "Tree":
         return cls(arrays["tree_parent"], arrays["tree_branch"], str(arrays["tree_kind"]))
 
-    def save(self, path: str) -> None:
+    def save(self, path: str, vocab: Optional[Vocab] = None) -> None:
+        """The tree file, with ``vocab`` (the words of the leaves) inside when given."""
         from .io_utils import atomic_write_npz
-        atomic_write_npz(path, self.to_arrays())
+        arrays = self.to_arrays()
+        if vocab is not None:
+            arrays["vocab_words"] = np.array(vocab.words)
+            arrays["vocab_counts"] = np.asarray(vocab.counts, dtype=np.int64)
+        atomic_write_npz(path, arrays)
 
     @classmethod
     def load(cls, path: str) -> "Tree":
@@ -176,3 +183,23 @@ class Tree:
 
     def __repr__(self) -> str:
         return f"Tree(kind={self.kind!r}, n_words={self.n_words}, max_depth={self.max_depth})"
+
+
+def load_tree_file(path: str, vocab_path: Optional[str] = None) -> Tuple[Tree, Optional[Vocab]]:
+    """The validated tree of a tree file and, when stored with it (or given as a vocabulary
+    file, which wins), its vocabulary."""
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            tree = Tree.from_arrays(data)
+            vocab = None
+            if "vocab_words" in data:
+                vocab = Vocab(list(data["vocab_words"]), data["vocab_counts"],
+                              total_tokens=int(data["vocab_counts"].sum()))
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile) as exc:
+        raise TreeError(f"cannot read tree file {path}: {exc}") from None
+    if vocab_path:
+        vocab = Vocab.read_text(vocab_path)
+    if vocab is not None and len(vocab) != tree.n_words:
+        raise TreeError(f"the tree has {tree.n_words} leaves but the vocabulary {len(vocab)} words")
+    tree.validate()
+    return tree, vocab

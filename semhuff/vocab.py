@@ -1,5 +1,6 @@
-"""Vocabulary: word counts, min_count / max_vocab_size pruning, frequency-sorted ids and
-word2vec's down-sampling thresholds."""
+"""Vocabulary: word counts, min_count / max_vocab_size pruning, frequency-sorted ids,
+word2vec's down-sampling thresholds, and the vocabulary file (one ``word count`` per line, as
+word2vec's ``-save-vocab`` writes it)."""
 from __future__ import annotations
 
 import logging
@@ -10,6 +11,7 @@ from typing import Dict, Iterable, List, Mapping, Optional
 import numpy as np
 
 from .errors import VocabError
+from .io_utils import atomic_output
 
 logger = logging.getLogger(__name__)
 
@@ -87,6 +89,37 @@ class Vocab:
         logger.info("vocabulary: %d words of %d distinct (min_count=%d), %d tokens, %.1f%% kept",
                     len(vocab), len(counts), min_count, total, 100.0 * vocab.retained_tokens / total)
         return vocab
+
+    @classmethod
+    def read_text(cls, path: str) -> "Vocab":
+        """A vocabulary file: a ``word count`` per line; re-sorted by descending count (stable)."""
+        words: List[str] = []
+        counts: List[int] = []
+        try:
+            with open(path, encoding="utf-8") as fh:
+                for line_no, line in enumerate(fh, 1):
+                    fields = line.split()
+                    if not fields:
+                        continue
+                    if len(fields) != 2 or not fields[1].isdigit():
+                        raise VocabError(f"{path}:{line_no}: expected 'word count', got {line.strip()[:60]!r}")
+                    words.append(fields[0])
+                    counts.append(int(fields[1]))
+        except OSError as exc:
+            raise VocabError(f"cannot read vocabulary {path}: {exc.strerror or exc}") from None
+        except UnicodeDecodeError:
+            raise VocabError(f"vocabulary {path} is not UTF-8 text") from None
+        if not words:
+            raise VocabError(f"vocabulary {path} is empty")
+        order = np.argsort(-np.array(counts, dtype=np.int64), kind="stable")
+        return cls([words[i] for i in order], np.array(counts, dtype=np.int64)[order],
+                   total_tokens=int(sum(counts)))
+
+    def write_text(self, path: str) -> None:
+        """The vocabulary file ``read_text`` reads, written atomically."""
+        with atomic_output(path, "w") as fh:
+            for word, count in zip(self.words, self.counts):
+                fh.write(f"{word} {int(count)}\n")
 
     def __len__(self) -> int:
         return len(self.words)

@@ -3,15 +3,15 @@ import os
 import numpy as np
 import pytest
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DATA = os.environ.get("SEMHUFF_DATA", os.path.join(REPO, "..", "shared", "data"))
-CORPUS = os.path.join(DATA, "corpus", "corpus.txt.gz")
+from semhuff.data import missing_message, shared_corpus as shared_corpus_path
+
+CORPUS = str(shared_corpus_path())
 
 
 @pytest.fixture
 def shared_corpus():
     if not os.path.exists(CORPUS):
-        pytest.skip(f"shared corpus not found at {CORPUS} (set SEMHUFF_DATA)")
+        pytest.skip(missing_message(CORPUS, "shared corpus"))
     return CORPUS
 
 

@@ -4,7 +4,7 @@ import pytest
 from gensim.models import KeyedVectors
 
 from semhuff.evaluation import pos
-from semhuff.evaluation.datasets import data_root
+from semhuff.data import data_root, missing_message
 from semhuff.evaluation.vectors import Lookup
 
 
@@ -97,8 +97,9 @@ def neighbour_vectors(sentences, contexts=40):
 @pytest.fixture(scope="module")
 def conll2000():
     root = data_root()
-    if not (root / "nltk_data" / "corpora" / "conll2000.zip").is_file():
-        pytest.skip(f"CoNLL-2000 not found under {root}/nltk_data (set SEMHUFF_DATA)")
+    conll = root / "nltk_data" / "corpora" / "conll2000.zip"
+    if not conll.is_file():
+        pytest.skip(missing_message(conll, "CoNLL-2000"))
     corpus = pos.load_pos_corpus("conll2000", root)
     corpus.test = corpus.test[:400]
     return corpus, neighbour_vectors(corpus.train)

@@ -10,7 +10,8 @@ import pytest
 from gensim.models import KeyedVectors
 
 from semhuff.evaluation import analogy, similarity, synonyms, thesaurus
-from semhuff.evaluation.datasets import Parsed, data_root
+from semhuff.data import data_path, missing_message
+from semhuff.evaluation.datasets import Parsed
 from semhuff.evaluation.vectors import Lookup
 
 RELATIONS = {  # section name -> (prefix of the first word, prefix of the second word)
@@ -215,9 +216,9 @@ def test_wordnet_and_mythes_readers(tmp_path):
 
 
 def test_real_wordnet_pairs_follow_the_protocol():
-    folder = data_root() / "wordnet"
+    folder = data_path("wordnet")
     if not (folder / "data.noun").is_file():
-        pytest.skip(f"WordNet data not found at {folder} (set SEMHUFF_DATA)")
+        pytest.skip(missing_message(folder, "WordNet data"))
     pairs = thesaurus.synonym_pairs(thesaurus.wordnet_synsets(folder, pos="r"))
     assert len(pairs) > 500 and ("quickly", "rapidly") in pairs or ("rapidly", "quickly") in pairs
     assert all(" " not in a + b and a != b for a, b in pairs)

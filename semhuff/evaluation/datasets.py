@@ -1,9 +1,9 @@
 """Where the evaluation data sets live, and the small line readers they share.
 
-Data is never copied into the repository. The data root is ``$SEMHUFF_DATA`` when set, else the
-``shared/data`` folder beside the repository (``<repo>/../shared/data``). Copies that ship with
-gensim (``gensim/test/test_data``) are preferred where they exist, so the core benchmarks work
-with no data folder at all.
+Data is never copied into the repository; ``semhuff.data`` says where the data root is (its
+``data_root`` and ``gensim_test_file`` are re-exported here). Copies that ship with gensim
+(``gensim/test/test_data``) are preferred where they exist, so the core benchmarks work with no
+data folder at all.
 """
 from __future__ import annotations
 
@@ -13,32 +13,12 @@ import os
 from pathlib import Path
 from typing import Callable, Iterator, Optional, TypeVar
 
-from ..errors import SemhuffError
+from ..data import ENV_VAR, data_root, gensim_test_file
+from ..errors import DatasetMissing
 
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
-
-
-class DatasetMissing(SemhuffError):
-    """A data set file or folder is not there; the task that needs it is skipped."""
-
-
-def data_root() -> Path:
-    env = os.environ.get("SEMHUFF_DATA")
-    if env:
-        return Path(env)
-    repo = Path(__file__).resolve().parents[2]
-    return (repo / ".." / "shared" / "data").resolve()
-
-
-def gensim_test_file(name: str) -> Optional[Path]:
-    try:
-        from gensim.test.utils import datapath
-    except ImportError:  # pragma: no cover - gensim is a dependency
-        return None
-    path = Path(datapath(name))
-    return path if path.is_file() else None
 
 
 def first_existing(*candidates: Optional[Path]) -> Optional[Path]:
@@ -51,7 +31,7 @@ def first_existing(*candidates: Optional[Path]) -> Optional[Path]:
 def require(path: Optional[os.PathLike], what: str) -> Path:
     """``path`` as a Path, or :class:`DatasetMissing` naming ``what`` and where it was looked for."""
     if path is None:
-        raise DatasetMissing(f"{what}: no file given and no default found (set SEMHUFF_DATA or pass a path)")
+        raise DatasetMissing(f"{what}: no file given and no default found (set {ENV_VAR} or pass a path)")
     path = Path(path)
     if not path.exists():
         raise DatasetMissing(f"{what}: not found at {path}")

@@ -5,9 +5,10 @@ The SemHuff paper (§4.1) took its pairs from the synonym sets of a thesaurus wh
 (multi-word members included); the pairs are all unordered pairs of its single-word members,
 lowercased, each pair listed once however many sets it comes from.
 
-Readers: Princeton WordNet ``data.{noun,verb,adj,adv}`` files (one set per synset) and MyThes
-``th_*.dat`` files (one set per meaning line: the headword and its plain synonyms; entries tagged
-``(generic term)``, ``(related term)``, ``(similar term)`` or ``(antonym)`` are not synonyms).
+Readers: Princeton WordNet ``data.{noun,verb,adj,adv}`` files (one set per synset, read by
+``semhuff.wordnet``) and MyThes ``th_*.dat`` files (one set per meaning line: the headword and its
+plain synonyms; entries tagged ``(generic term)``, ``(related term)``, ``(similar term)`` or
+``(antonym)`` are not synonyms).
 """
 from __future__ import annotations
 
@@ -18,32 +19,18 @@ import re
 from pathlib import Path
 from typing import Iterable, Iterator, Optional
 
-from .datasets import DatasetMissing, require
+from ..wordnet import synset_lemmas
+from .datasets import require
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_MAX_SET_SIZE = 10
-WORDNET_POS = {"n": "noun", "v": "verb", "a": "adj", "r": "adv"}
-_ADJ_MARKER = re.compile(r"\((a|p|ip)\)$")
 _MYTHES_TAG = re.compile(r"\s*\((generic|related|similar) term\)$|\s*\(antonym\)$")
 
 
 def wordnet_synsets(wordnet_dir: os.PathLike, pos: Iterable[str] = "nvar") -> Iterator[list[str]]:
     """Each synset's lemmas (``_`` turned into spaces, adjective markers dropped), in file order."""
-    folder = require(wordnet_dir, "WordNet folder")
-    for tag in pos:
-        if tag not in WORDNET_POS:
-            raise ValueError(f"unknown WordNet part of speech {tag!r}; use some of {''.join(WORDNET_POS)}")
-        path = folder / f"data.{WORDNET_POS[tag]}"
-        if not path.is_file():
-            raise DatasetMissing(f"WordNet data file not found: {path}")
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            for line in fh:
-                if line.startswith(" "):  # licence header
-                    continue
-                fields = line.split(" ", 4 + 2 * 255)
-                count = int(fields[3], 16)
-                yield [_ADJ_MARKER.sub("", w).replace("_", " ") for w in fields[4:4 + 2 * count:2]]
+    yield from synset_lemmas(require(wordnet_dir, "WordNet folder"), pos)
 
 
 def mythes_synsets(dat_path: os.PathLike) -> Iterator[list[str]]:

@@ -33,10 +33,10 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
-from ..kernels.matching import approximate_matching, exact_matching, matching_weight
 from ..tree import Tree, TreeError
 from .huffman import build_huffman
-from .similarity import top_k_symmetric
+from .matching import approximate_matching, exact_matching, matching_weight
+from .similarity.core import top_k_symmetric
 
 logger = logging.getLogger(__name__)
 

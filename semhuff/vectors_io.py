@@ -1,0 +1,229 @@
+"""Word vectors in and out of files: one format detector, one loader, one writer.
+
+Formats: ``npz`` (a semhuff model, ``Word2Vec.save``; written as ``model``), ``kv`` (a gensim
+pickle: ``KeyedVectors`` or a whole gensim model), word2vec ``binary`` and ``text`` (with or
+without the ``count dims`` header line, as GloVe writes it; ``.gz`` / ``.bz2`` compressed too).
+
+Reading tells the format by content: a zip (npz) or pickle signature, else raw floats after the
+word2vec header (binary) or text; the extension only decides what the content cannot (a word2vec
+header with nothing after it). Text files go through a tolerant reader: malformed lines, lines of
+the wrong dimension and repeated words are counted in a ``LoadReport`` and skipped. gensim is
+imported only when a file is read or written.
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+from typing import TYPE_CHECKING, Optional, Sequence, Tuple
+
+import numpy as np
+
+from .errors import OptionError, VectorsError
+from .io_utils import atomic_output, atomic_path
+
+if TYPE_CHECKING:
+    from gensim.models import KeyedVectors
+
+logger = logging.getLogger(__name__)
+
+#: what ``save_keyed_vectors`` / ``Word2Vec.save_vectors`` write
+FORMATS = ("model", "kv", "text", "binary")
+_EXTENSIONS = {".npz": "model", ".kv": "kv", ".txt": "text", ".vec": "text", ".bin": "binary"}
+#: what ``read_vectors`` reads (``auto``: ``detect_format``)
+READ_FORMATS = ("auto", "text", "binary", "kv", "npz")
+_COMPRESSED = (".gz", ".bz2")
+
+
+@dataclasses.dataclass
+class LoadReport:
+    """What the loader had to skip; all zero for a clean file."""
+
+    source: str
+    words: int = 0
+    dimensions: int = 0
+    malformed_lines: int = 0
+    wrong_dimension_lines: int = 0
+    duplicate_words: int = 0
+
+    @property
+    def problems(self) -> int:
+        return self.malformed_lines + self.wrong_dimension_lines + self.duplicate_words
+
+
+# -- which format ----------------------------------------------------------------------------------
+
+def resolve_format(path: str, fmt: str = "auto") -> str:
+    """The output format for ``path``: ``fmt``, or with ``auto`` the one its extension names
+    (a semhuff ``model`` when it names none)."""
+    if fmt == "auto":
+        return _EXTENSIONS.get(os.path.splitext(path)[1].lower(), "model")
+    if fmt not in FORMATS:
+        raise OptionError(f"unknown output format {fmt!r} (choose from {', '.join(FORMATS)})")
+    return fmt
+
+
+def detect_format(path: str) -> str:
+    """``npz``, ``kv``, ``binary`` or ``text``, from the file's first bytes (decompressed when
+    the name ends in .gz / .bz2)."""
+    from gensim import utils
+
+    with utils.open(path, "rb") as fh:
+        head = fh.readline(1024)
+        body = fh.read(4096)
+    if head.startswith((b"PK\x03\x04", b"\x93NUMPY")):
+        return "npz"
+    if head.startswith(b"\x80"):  # a pickle: gensim's native save format
+        return "kv"
+    if not body.strip():  # only a header line: nothing to tell binary from text
+        return "binary" if strip_compression(path.lower()).endswith(".bin") else "text"
+    return "binary" if _looks_binary(body) else "text"
+
+
+def _looks_binary(sample: bytes) -> bool:
+    """Raw float32 rows rather than text: a NUL byte, or bytes that are not UTF-8 before the
+    sample's last few (a multi-byte character cut at the end is still text)."""
+    if b"\x00" in sample:
+        return True
+    try:
+        sample.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return exc.start < len(sample) - 4
+    return False
+
+
+def strip_compression(name: str) -> str:
+    """``name`` without a trailing ``.gz`` / ``.bz2``."""
+    for ext in _COMPRESSED:
+        if name.endswith(ext):
+            return name[: -len(ext)]
+    return name
+
+
+# -- reading ---------------------------------------------------------------------------------------
+
+def read_vectors(source, fmt: str = "auto") -> Tuple["KeyedVectors", LoadReport]:
+    """Word vectors from ``source``: a path (``fmt`` one of ``READ_FORMATS``) or an object that
+    holds them (a gensim ``KeyedVectors``, or a model with a ``.wv``). Raises ``VectorsError``."""
+    if not isinstance(source, (str, os.PathLike)):
+        label = type(source).__name__
+        kv = _as_keyed_vectors(source, label)
+        return kv, LoadReport(label, len(kv), kv.vector_size)
+    path = os.fspath(source)
+    if not os.path.isfile(path):
+        raise VectorsError(f"vectors file not found: {path}")
+    if os.path.getsize(path) == 0:
+        raise VectorsError(f"vectors file is empty: {path}")
+    fmt = detect_format(path) if fmt == "auto" else fmt
+    report = LoadReport(path)
+    try:
+        kv = _read_format(path, fmt, report)
+    except VectorsError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - any user file: one clear error, never a traceback
+        raise VectorsError(f"cannot read {fmt} vectors from {path}: {type(exc).__name__}: {exc}") from exc
+    kv = _as_keyed_vectors(kv, path)
+    report.words, report.dimensions = len(kv), kv.vector_size
+    if report.problems:
+        logger.warning(
+            "%s: skipped %d malformed, %d wrong-dimension and %d duplicate lines",
+            path, report.malformed_lines, report.wrong_dimension_lines, report.duplicate_words,
+        )
+    return kv, report
+
+
+def _read_format(path: str, fmt: str, report: LoadReport):
+    from gensim.models import KeyedVectors
+
+    if fmt == "npz":
+        from .model import Word2Vec  # not at the top: semhuff.model uses this module
+        return Word2Vec.load(path, progress=False).wv
+    if fmt == "kv":
+        return KeyedVectors.load(path)  # a whole gensim model loads too; its .wv is taken
+    if fmt == "binary":
+        return KeyedVectors.load_word2vec_format(path, binary=True, unicode_errors="replace")
+    if fmt == "text":
+        return _read_text(path, report)
+    raise VectorsError(f"unknown vectors format {fmt!r} (use auto, text, binary, kv or npz)")
+
+
+def _read_text(path: str, report: LoadReport):
+    """word2vec text format with or without the ``count dim`` header (GloVe files have none)."""
+    from gensim import utils
+    from gensim.models import KeyedVectors
+
+    words: list[str] = []
+    rows: list[np.ndarray] = []
+    seen: set[str] = set()
+    dim: Optional[int] = None
+    with utils.open(path, "rb") as fh:
+        for line_no, raw in enumerate(fh):
+            parts = raw.decode("utf-8", errors="replace").split()
+            if not parts:
+                continue
+            if line_no == 0 and len(parts) == 2 and parts[0].isdigit() and parts[1].isdigit():
+                dim = int(parts[1])
+                continue
+            if len(parts) < 2:
+                report.malformed_lines += 1
+                continue
+            try:
+                row = np.asarray(parts[1:], dtype=np.float32)
+            except ValueError:
+                report.malformed_lines += 1
+                continue
+            if dim is None:
+                dim = len(row)
+            if len(row) != dim:
+                report.wrong_dimension_lines += 1
+                continue
+            if parts[0] in seen:
+                report.duplicate_words += 1
+                continue
+            seen.add(parts[0])
+            words.append(parts[0])
+            rows.append(row)
+    if not rows:
+        raise VectorsError(f"no usable vectors in {path}")
+    kv = KeyedVectors(vector_size=dim, dtype=np.float32)
+    kv.add_vectors(words, np.vstack(rows))
+    return kv
+
+
+def _as_keyed_vectors(obj, label: str):
+    """``obj`` itself, or its ``.wv`` (a whole Word2Vec model), when it holds some vectors."""
+    from gensim.models import KeyedVectors
+
+    kv = getattr(obj, "wv", obj)
+    if not isinstance(kv, KeyedVectors):
+        raise VectorsError(f"not word vectors: {label} holds a {type(obj).__name__}")
+    if len(kv) == 0 or kv.vector_size == 0:
+        raise VectorsError(f"no vectors in {label}")
+    return kv
+
+
+# -- writing ---------------------------------------------------------------------------------------
+
+def to_keyed_vectors(words: Sequence[str], counts, vectors: np.ndarray):
+    """A gensim ``KeyedVectors`` of ``words`` (in this order) with their ``count`` attribute and
+    a float32 copy of ``vectors``."""
+    from gensim.models import KeyedVectors
+
+    kv = KeyedVectors(vectors.shape[1], count=len(words), dtype=np.float32)
+    kv.index_to_key = list(words)
+    kv.key_to_index = {w: i for i, w in enumerate(kv.index_to_key)}
+    kv.vectors = np.array(vectors, dtype=np.float32, copy=True)
+    kv.allocate_vecattrs(["count"], [np.int64])
+    kv.expandos["count"][:] = counts
+    return kv
+
+
+def save_keyed_vectors(kv, path: str, fmt: str) -> None:
+    """gensim formats (``kv``, ``text``, ``binary``), written to a temp file and renamed into
+    place."""
+    if fmt == "kv":
+        with atomic_output(path) as fh:
+            kv.save(fh, separately=[])
+    else:
+        with atomic_path(path) as tmp:
+            kv.save_word2vec_format(tmp, binary=(fmt == "binary"))
