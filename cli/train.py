@@ -15,9 +15,13 @@ import time
 from typing import List, Optional
 
 from semhuff.devices import DEVICES
+from semhuff.errors import TreeError
 from semhuff.io_utils import check_writable
 from semhuff.layers import OUTPUT_LAYERS
-from semhuff.model import FORMATS, Word2Vec, default_workers, resolve_format
+from semhuff.model import Word2Vec, default_workers
+from semhuff.tree import load_tree_file
+from semhuff.trees import TREE_BUILDERS
+from semhuff.vectors_io import FORMATS, resolve_format
 
 from .common import add_plugin_option, import_plugins, run_cli, setup_logging
 
@@ -47,7 +51,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="output layer: hs (hierarchical softmax), ns (negative sampling), or one "
                         "a --plugin registered")
     g.add_argument("--negative", type=int, default=5, help="noise words per prediction (--loss ns)")
-    g.add_argument("--tree", default="huffman", help="tree for --loss hs: huffman or semhuff")
+    g.add_argument("--tree", default="huffman", metavar="KIND|FILE",
+                   help=f"tree for --loss hs: one of {', '.join(sorted(TREE_BUILDERS))}, or a tree "
+                        f"file from semhuff-tree build (same corpus and --min-count)")
     g.add_argument("--hs-order", choices=("mixed", "word2vec", "batched"), default="mixed",
                    help="skip-gram + HS update order: word2vec.c's (context by context), batched "
                         "(a centre's contexts per path node, p-tHSM), or mixed (batched on the top "
@@ -103,6 +109,7 @@ def _run(args) -> int:
     corpus = resolve_corpus(args.corpus)
     progress = not args.no_progress and args.quiet == 0
     started = time.perf_counter()
+    tree_file = _tree_file(args.tree)
     if args.init_model:
         model = Word2Vec.load(args.init_model, progress=progress)
         model.workers = args.workers
@@ -111,12 +118,16 @@ def _run(args) -> int:
         model = Word2Vec(vector_size=args.dim, window=args.window, min_count=args.min_count,
                          max_vocab_size=args.max_vocab_size, max_final_vocab=args.max_final_vocab,
                          sample=args.sample, sg=args.model == "sg", loss=args.loss,
-                         negative=args.negative, tree=args.tree, similarity=args.similarity,
+                         negative=args.negative, similarity=args.similarity,
+                         tree=args.tree if tree_file is None else "huffman",
                          hs_order=args.hs_order,
                          alpha=args.alpha, min_alpha=args.min_alpha, epochs=args.epochs,
                          workers=args.workers, seed=args.seed, device=args.device,
                          max_sentence_length=args.max_sentence_length, progress=progress)
-        model.build_vocab(corpus)
+        if tree_file is None:
+            model.build_vocab(corpus)
+        else:
+            _use_tree_file(model, corpus, tree_file)
         report = model.train(corpus)
     model.save_vectors(args.output, fmt)
     if args.save_model:
@@ -124,6 +135,28 @@ def _run(args) -> int:
     if args.quiet == 0:
         _print_summary(model, report, args, fmt, time.perf_counter() - started)
     return 0
+
+
+def _tree_file(spec: str) -> Optional[str]:
+    """None for a registered tree kind, the path for a tree file; an error otherwise."""
+    if spec in TREE_BUILDERS:
+        return None
+    if os.path.isfile(spec):
+        return spec
+    raise TreeError(f"--tree {spec!r} is neither a tree kind ({', '.join(sorted(TREE_BUILDERS))}) "
+                    f"nor a tree file")
+
+
+def _use_tree_file(model, corpus, path: str) -> None:
+    """Scan the corpus, then train on the file's tree, which must be over the same words."""
+    tree, tree_vocab = load_tree_file(path)
+    model.build_vocab(corpus)
+    if tree_vocab is not None and tree_vocab.words != model.vocab.words:
+        raise TreeError(f"the tree in {path} was built for another vocabulary ({len(tree_vocab):,} "
+                        f"words; this corpus gives {len(model.vocab):,} at min_count "
+                        f"{model.min_count}): build it from the same corpus and --min-count")
+    model.tree_spec = tree
+    model.set_vocab(model.vocab)
 
 
 def _print_summary(model, report, args, fmt, seconds):

@@ -23,7 +23,7 @@ from semhuff.corpus import Corpus
 from semhuff.errors import SemhuffError
 from semhuff.io_utils import check_writable
 from semhuff.tree import Tree, load_tree_file
-from semhuff.trees import TREE_KINDS, make_tree
+from semhuff.trees import TREE_BUILDERS, make_tree
 from semhuff.trees.huffman import build_huffman
 from semhuff.trees.semhuff import sibling_similarity
 from semhuff.trees.similarity import DEFAULT_TOP_K, load_similarity
@@ -122,7 +122,7 @@ def cmd_build(args) -> int:
     if args.kind == "semhuff":
         tree = make_tree("semhuff", vocab, similarity, matching=args.matching)
     else:
-        tree = make_tree("huffman", vocab)
+        tree = make_tree(args.kind, vocab)
     tree.save(args.output, vocab)
     if args.save_vocab:
         vocab.write_text(args.save_vocab)
@@ -182,7 +182,7 @@ def build_parser() -> argparse.ArgumentParser:
     source.add_argument("--corpus", help="corpus file or folder (plain, gz, bz2, xz)")
     source.add_argument("--vocab", help="vocabulary file: one 'word count' per line")
     build.add_argument("--min-count", type=_positive_int, default=5)
-    build.add_argument("--kind", choices=TREE_KINDS, default="semhuff")
+    build.add_argument("--kind", choices=sorted(TREE_BUILDERS), default="semhuff")
     similarity_options(build)
     build.add_argument("--matching", choices=("auto", "exact", "approx"), default="auto")
     build.add_argument("-o", "--output", required=True, help="tree file to write (.npz)")

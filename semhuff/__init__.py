@@ -4,8 +4,9 @@ import logging
 
 from .corpus import Corpus
 from .errors import SemhuffError
-from .model import Word2Vec, load_vectors
+from .model import Word2Vec
 from .tree import Tree
+from .vectors_io import load_vectors
 from .vocab import Vocab
 
 __version__ = "0.1.0"

@@ -13,18 +13,17 @@ from .corpus import DEFAULT_MAX_SENTENCE_LENGTH, as_corpus
 from .devices import check_layer_device, make_device
 from .errors import ModelFileError, OptionError, SemhuffError, TrainingDiverged
 from .hooks import Hook
-from .io_utils import atomic_output, atomic_path
+from .io_utils import atomic_output
 from .layers import OutputLayer, layer_class, layer_from_state
 from .layers.hs import HierarchicalSoftmax
 from .scoring import ScoreReport, score
 from .trainer import TrainReport, TrainSettings, train
 from .tree import Tree
+from .vectors_io import resolve_format, save_keyed_vectors, to_keyed_vectors
 from .vocab import Vocab
 
 logger = logging.getLogger(__name__)
 
-FORMATS = ("model", "kv", "text", "binary")
-_EXTENSIONS = {".npz": "model", ".kv": "kv", ".txt": "text", ".vec": "text", ".bin": "binary"}
 MODEL_FORMAT_VERSION = 2
 _LAYER_PREFIX = "layer."
 
@@ -236,7 +235,7 @@ class Word2Vec:
         if self.vocab is None:
             raise SemhuffError("the model has no vectors yet: build_vocab() and train() first")
         if self._wv is None:
-            self._wv = to_keyed_vectors(self.vocab, self.syn0)
+            self._wv = to_keyed_vectors(self.vocab.words, self.vocab.counts, self.syn0)
         return self._wv
 
     @property
@@ -306,61 +305,6 @@ class Word2Vec:
         else:
             save_keyed_vectors(self.wv, path, fmt)
         return fmt
-
-
-def resolve_format(path: str, fmt: str = "auto") -> str:
-    if fmt == "auto":
-        return _EXTENSIONS.get(os.path.splitext(path)[1].lower(), "model")
-    if fmt not in FORMATS:
-        raise OptionError(f"unknown output format {fmt!r} (choose from {', '.join(FORMATS)})")
-    return fmt
-
-
-def to_keyed_vectors(vocab: Vocab, vectors: np.ndarray):
-    from gensim.models import KeyedVectors
-    kv = KeyedVectors(vectors.shape[1], count=len(vocab), dtype=np.float32)
-    kv.index_to_key = list(vocab.words)
-    kv.key_to_index = dict(vocab.index)
-    kv.vectors = np.array(vectors, dtype=np.float32, copy=True)
-    kv.allocate_vecattrs(["count"], [np.int64])
-    kv.expandos["count"][:] = vocab.counts
-    return kv
-
-
-def save_keyed_vectors(kv, path: str, fmt: str) -> None:
-    """gensim formats, written to a temp file and renamed into place."""
-    if fmt == "kv":
-        with atomic_output(path) as fh:
-            kv.save(fh, separately=[])
-    else:
-        with atomic_path(path) as tmp:
-            kv.save_word2vec_format(tmp, binary=(fmt == "binary"))
-
-
-def load_vectors(path: str):
-    """Any vectors file -> gensim ``KeyedVectors``: a semhuff model (.npz), a gensim
-    KeyedVectors pickle, or word2vec text / binary (told apart by content, not by name)."""
-    from gensim.models import KeyedVectors
-    if not os.path.isfile(path):
-        raise SemhuffError(f"vectors file not found: {path}")
-    with open(path, "rb") as fh:
-        head = fh.read(4096)
-    try:
-        if head.startswith(b"PK"):
-            return Word2Vec.load(path, progress=False).wv
-        if head[:1] == b"\x80":
-            return KeyedVectors.load(path)
-        first_line, _, rest = head.partition(b"\n")
-        binary = _looks_binary(rest)
-        return KeyedVectors.load_word2vec_format(path, binary=binary, unicode_errors="replace")
-    except SemhuffError:
-        raise
-    except Exception as exc:  # gensim raises many kinds on malformed input
-        raise SemhuffError(f"cannot read vectors from {path}: {exc}") from None
-
-
-def _looks_binary(sample: bytes) -> bool:
-    return any(b < 9 or 13 < b < 32 for b in sample[:1024] if b not in (0x1b,)) or b"\x00" in sample
 
 
 def _v1_layer(params: dict, arrays: dict):

@@ -132,6 +132,12 @@ def read_vectors(source, fmt: str = "auto") -> Tuple["KeyedVectors", LoadReport]
     return kv, report
 
 
+def load_vectors(source, fmt: str = "auto") -> "KeyedVectors":
+    """Any vectors file (semhuff model, gensim KeyedVectors, word2vec text or binary; told apart
+    by content) -> gensim ``KeyedVectors``."""
+    return read_vectors(source, fmt)[0]
+
+
 def _read_format(path: str, fmt: str, report: LoadReport):
     from gensim.models import KeyedVectors
 

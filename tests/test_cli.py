@@ -77,3 +77,39 @@ def test_console_script_has_no_traceback(tmp_path):
                            "-o", str(tmp_path / "x.bin")], capture_output=True, text=True)
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr and "corpus not found" in proc.stderr
+
+
+def test_train_on_a_tree_file_and_score_the_model(tmp_path, capsys, lee_path):
+    from semhuff import Word2Vec
+    from semhuff.cli.score import main as score_main
+    from semhuff.cli.tree import main as tree_main
+    tree = tmp_path / "tree.npz"
+    assert tree_main(["-q", "build", "--corpus", lee_path, "--kind", "huffman", "--min-count", "3",
+                      "-o", str(tree)]) == 0
+    model_path = tmp_path / "m.npz"
+    code, _, err = run([lee_path, "-o", str(model_path), "--tree", str(tree), "--min-count", "3",
+                        *FAST], capsys)
+    assert code == 0, err
+    assert Word2Vec.load(model_path).tree.kind == "huffman"
+    # the same tree over another vocabulary is refused with one line
+    code, _, err = run([lee_path, "-o", str(tmp_path / "x.bin"), "--tree", str(tree),
+                        "--min-count", "5", *FAST], capsys)
+    assert code == 2 and "another vocabulary" in err and not (tmp_path / "x.bin").exists()
+    code, _, err = run([lee_path, "-o", str(tmp_path / "x.bin"), "--tree", "nosuch", *FAST], capsys)
+    assert code == 2 and "neither a tree kind" in err
+
+    capsys.readouterr()
+    assert score_main([str(model_path), lee_path, "--workers", "1", "--json", str(tmp_path / "s.json")]) == 0
+    out = capsys.readouterr().out
+    import json
+    figures = json.loads((tmp_path / "s.json").read_text())
+    assert "perplexity" in out and figures["perplexity"] > 1 and figures["predictions"] > 0
+
+
+def test_score_refuses_negative_sampling_in_one_line(tmp_path, capsys, lee_path):
+    from semhuff.cli.score import main as score_main
+    model_path = tmp_path / "ns.npz"
+    assert run([lee_path, "-o", str(model_path), "--loss", "ns", *FAST], capsys)[0] == 0
+    assert score_main([str(model_path), lee_path]) == 2
+    err = capsys.readouterr().err
+    assert "normalised" in err and len(err.strip().splitlines()) == 1
