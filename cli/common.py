@@ -54,3 +54,13 @@ def add_plugin_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--plugin", action="append", default=[], metavar="MODULE",
                         help="import this Python module first (it may register output layers "
                              "or devices); repeatable")
+
+
+def cli_main(prog: str, build_parser: Callable[[], argparse.ArgumentParser],
+             body: Callable[[argparse.Namespace], int], argv: Optional[List[str]]) -> int:
+    """A console entry point: plugins, arguments, logging (``-v``/``-q``), then ``body(args)``
+    under ``run_cli``'s error handling."""
+    import_plugins(argv if argv is not None else sys.argv[1:])
+    args = build_parser().parse_args(argv)
+    setup_logging(args.verbose - args.quiet)
+    return run_cli(prog, lambda: body(args))

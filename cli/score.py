@@ -18,7 +18,7 @@ from semhuff.errors import OptionError
 from semhuff.io_utils import atomic_output, check_writable
 from semhuff.model import Word2Vec, default_workers
 
-from .common import add_plugin_option, import_plugins, run_cli, setup_logging
+from .common import add_plugin_option, cli_main
 from .train import resolve_corpus
 
 PROG = "semhuff-score"
@@ -39,10 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    import_plugins(argv if argv is not None else sys.argv[1:])
-    args = build_parser().parse_args(argv)
-    setup_logging(args.verbose - args.quiet)
-    return run_cli(PROG, lambda: _run(args))
+    return cli_main(PROG, build_parser, _run, argv)
 
 
 def _run(args) -> int:

@@ -23,7 +23,7 @@ from semhuff.tree import load_tree_file
 from semhuff.trees import TREE_BUILDERS
 from semhuff.vectors_io import FORMATS, resolve_format
 
-from .common import add_plugin_option, import_plugins, run_cli, setup_logging
+from .common import add_plugin_option, cli_main
 
 PROG = "semhuff-train"
 logger = logging.getLogger(PROG)
@@ -95,10 +95,7 @@ def resolve_corpus(paths: List[str]) -> List[str]:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    import_plugins(argv if argv is not None else sys.argv[1:])
-    args = build_parser().parse_args(argv)
-    setup_logging(args.verbose - args.quiet)
-    return run_cli(PROG, lambda: _run(args))
+    return cli_main(PROG, build_parser, _run, argv)
 
 
 def _run(args) -> int:

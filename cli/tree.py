@@ -29,7 +29,7 @@ from semhuff.trees.semhuff import sibling_similarity
 from semhuff.trees.similarity import DEFAULT_TOP_K, load_similarity
 from semhuff.vocab import Vocab
 
-from .common import run_cli, setup_logging
+from .common import cli_main
 
 logger = logging.getLogger("semhuff.cli.tree")
 PROG = "semhuff-tree"
@@ -206,9 +206,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    args = build_parser().parse_args(argv)
-    setup_logging(args.verbose - args.quiet)
-    return run_cli(PROG, lambda: args.run(args))
+    return cli_main(PROG, build_parser, lambda args: args.run(args), argv)
 
 
 if __name__ == "__main__":

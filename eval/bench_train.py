@@ -22,9 +22,9 @@ import time
 
 import numpy as np
 
+from semhuff.data import missing_message, shared_corpus
 
-DEFAULT_DATA = os.environ.get(
-    "SEMHUFF_DATA", os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "data")))
+
 
 
 def write_prefix(corpus: str, n_tokens: int, folder: str) -> tuple:
@@ -94,7 +94,7 @@ def summarise(runs: list) -> dict:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--corpus", default=os.path.join(DEFAULT_DATA, "corpus", "corpus.txt.gz"))
+    p.add_argument("--corpus", default=str(shared_corpus()))
     p.add_argument("--tokens", type=int, default=0, help="use only this many leading tokens (0 = all)")
     p.add_argument("--epochs", type=int, default=5)
     p.add_argument("--dim", type=int, default=100)
@@ -108,7 +108,7 @@ def main(argv=None) -> int:
     p.add_argument("--json", help="also write the results here")
     args = p.parse_args(argv)
     if not os.path.exists(args.corpus):
-        print(f"bench_train: corpus not found: {args.corpus} (set SEMHUFF_DATA or --corpus)", file=sys.stderr)
+        print(f"bench_train: {missing_message(args.corpus, 'corpus')} or pass --corpus", file=sys.stderr)
         return 2
     logging.basicConfig(level=logging.WARNING)
     from semhuff import Word2Vec

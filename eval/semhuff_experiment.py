@@ -34,6 +34,8 @@ import time
 from pathlib import Path
 from typing import Dict, List, Optional
 
+from semhuff.data import data_root
+
 METHODS = ("huffman", "semhuff-wn", "semhuff-boot", "ns7")
 LABELS = {"huffman": "HS-Huffman", "semhuff-wn": "HS-SemHuff (WordNet)",
           "semhuff-boot": "HS-SemHuff (bootstrap)", "ns7": "NS-7"}
@@ -62,9 +64,6 @@ def log(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
 
 
-def data_dir() -> Path:
-    repo = Path(__file__).resolve().parent.parent
-    return Path(os.environ.get("SEMHUFF_DATA", repo.parent / "shared" / "data"))
 
 
 @contextlib.contextmanager
@@ -206,9 +205,7 @@ class Experiment:
                          negative=self.args.negative, tree=tree, epochs=self.args.epochs,
                          workers=self.args.workers, seed=seed, progress=False,
                          **({"hs_order": self.args.hs_order} if self.args.hs_order else {}))
-        model.vocab = self.vocab()  # the same vocabulary for every cell: no second corpus scan
-        model.layer = model._make_layer()
-        model._init_weights()
+        model.set_vocab(self.vocab())  # the same vocabulary for every cell: no second scan
         report = model.train(self.corpus_path)
         tmp = vec.with_name(vec.stem + ".tmp.bin")
         model.save_vectors(str(tmp))
@@ -417,7 +414,7 @@ def parse_args(argv=None):
         p.error("semhuff-boot needs the huffman cells (add huffman to --methods)")
     args.methods = [m for m in METHODS if m in args.methods]  # huffman before semhuff-boot
     if args.corpus is None:
-        args.corpus = str(data_dir() / DEFAULT_CORPUS)
+        args.corpus = str(data_root() / DEFAULT_CORPUS)
     return args
 
 

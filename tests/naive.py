@@ -74,66 +74,60 @@ def sg_hs(sentence, syn0, syn1, word_paths, window, alpha, top=0):
     return syn0, syn1, loss
 
 
-def cbow_hs(sentence, syn0, syn1, word_paths, window, alpha):
-    """CBOW HS: the mean of the context vectors predicts the centre; every context vector (each
-    occurrence) receives the whole error."""
-    syn0, syn1 = syn0.astype(np.float64), syn1.astype(np.float64)
-    loss = 0.0
-    for pos, w in enumerate(sentence):
-        ctx = [sentence[c] for c in contexts(len(sentence), pos, window)]
-        if not ctx:
-            continue
-        h = np.mean([syn0[r] for r in ctx], axis=0)
-        err = np.zeros_like(h)
+def hs_predictor(word_paths, alpha):
+    """HS: predict ``w`` from ``h`` node by node down w's path, each row updated after its node."""
+    def predict(h, w, syn1):
+        err, nll = np.zeros_like(h), 0.0
         for row_id, code in word_paths[w]:
-            g, nll = _hs_step(h, syn1[row_id], code, alpha)
-            loss += nll
+            g, step_nll = _hs_step(h, syn1[row_id], code, alpha)
+            nll += step_nll
             err += g * syn1[row_id]
             syn1[row_id] += g * h
-        for r in ctx:
-            syn0[r] += err
-    return syn0, syn1, loss
+        return err, nll
+    return predict
 
 
-def _ns_predict(h, w, syn1neg, noise: Sequence[int], alpha):
-    """The true word (label 1), then each noise word (label 0; one equal to ``w`` is skipped).
-    Returns (input error, nll)."""
-    err = np.zeros_like(h)
-    nll = 0.0
-    for target, label in [(w, 1)] + [(z, 0) for z in noise if z != w]:
-        s = float(h @ syn1neg[target])
-        g = (label - sigmoid(s)) * alpha
-        nll -= log_sigmoid(s if label else -s)
-        err += g * syn1neg[target]
-        syn1neg[target] += g * h
-    return err, nll
+def ns_predictor(noise: Sequence[int], alpha):
+    """NS: the true word (label 1), then each noise word (label 0; one equal to ``w`` is
+    skipped), each output row updated after its own step."""
+    def predict(h, w, syn1neg):
+        err, nll = np.zeros_like(h), 0.0
+        for target, label in [(w, 1)] + [(z, 0) for z in noise if z != w]:
+            s = float(h @ syn1neg[target])
+            g = (label - sigmoid(s)) * alpha
+            nll -= log_sigmoid(s if label else -s)
+            err += g * syn1neg[target]
+            syn1neg[target] += g * h
+        return err, nll
+    return predict
 
 
-def sg_ns(sentence, syn0, syn1neg, window, alpha, noise):
-    syn0, syn1neg = syn0.astype(np.float64), syn1neg.astype(np.float64)
+def skipgram(sentence, syn0, out, window, predict):
+    """Each context word's vector predicts the centre; it receives its error right after."""
+    syn0, out = syn0.astype(np.float64), out.astype(np.float64)
     loss = 0.0
     for pos, w in enumerate(sentence):
         for c in contexts(len(sentence), pos, window):
-            r = sentence[c]
-            err, nll = _ns_predict(syn0[r], w, syn1neg, noise, alpha)
+            err, nll = predict(syn0[sentence[c]], w, out)
             loss += nll
-            syn0[r] += err
-    return syn0, syn1neg, loss
+            syn0[sentence[c]] += err
+    return syn0, out, loss
 
 
-def cbow_ns(sentence, syn0, syn1neg, window, alpha, noise):
-    syn0, syn1neg = syn0.astype(np.float64), syn1neg.astype(np.float64)
+def cbow(sentence, syn0, out, window, predict):
+    """The mean of the context vectors predicts the centre; every context occurrence receives
+    the whole error."""
+    syn0, out = syn0.astype(np.float64), out.astype(np.float64)
     loss = 0.0
     for pos, w in enumerate(sentence):
         ctx = [sentence[c] for c in contexts(len(sentence), pos, window)]
         if not ctx:
             continue
-        h = np.mean([syn0[r] for r in ctx], axis=0)
-        err, nll = _ns_predict(h, w, syn1neg, noise, alpha)
+        err, nll = predict(np.mean([syn0[r] for r in ctx], axis=0), w, out)
         loss += nll
         for r in ctx:
             syn0[r] += err
-    return syn0, syn1neg, loss
+    return syn0, out, loss
 
 
 def hs_log_prob(h, word_path, syn1) -> float:

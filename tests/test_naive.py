@@ -70,13 +70,17 @@ def test_the_orders_differ():
     a = naive.sg_hs(SENTENCE.tolist(), syn0, syn1, paths, WINDOW, ALPHA, top=0)
     b = naive.sg_hs(SENTENCE.tolist(), syn0, syn1, paths, WINDOW, ALPHA, top=2)
     assert np.abs(a[0] - b[0]).max() > 1e-3 * np.abs(a[0] - syn0).max()
+    # and word2vec's order is the plain skip-gram loop with the HS predictor
+    c = naive.skipgram(SENTENCE.tolist(), syn0, syn1, WINDOW, naive.hs_predictor(paths, ALPHA))
+    np.testing.assert_allclose(c[0], a[0], rtol=1e-12, atol=1e-15)
 
 
 def test_cbow_hs_step():
     tree, paths, syn0, syn1 = _hs_setup()
     got0, got1, loss, pairs = _run(loop.cbow_kernel(DIM, loop.HS), syn0, syn1,
                                    (tree.points, tree.codes, tree.lengths))
-    exp0, exp1, exp_loss = naive.cbow_hs(SENTENCE.tolist(), syn0, syn1, paths, WINDOW, ALPHA)
+    exp0, exp1, exp_loss = naive.cbow(SENTENCE.tolist(), syn0, syn1, WINDOW,
+                                      naive.hs_predictor(paths, ALPHA))
     assert pairs == len(SENTENCE)
     _close(got0, syn0, exp0)
     _close(got1, syn1, exp1)
@@ -92,8 +96,9 @@ def _one_noise_word():
 def test_negative_sampling_step(sg):
     syn0, syn1neg = _weights(len(COUNTS), 3), _weights(len(COUNTS), 4)
     got0, got1, loss, _ = _run(loop.kernel(sg, DIM, loop.NS), syn0, syn1neg, _one_noise_word())
-    ref = naive.sg_ns if sg else naive.cbow_ns
-    exp0, exp1, exp_loss = ref(SENTENCE.tolist(), syn0, syn1neg, WINDOW, ALPHA, [NOISE_WORD] * NEGATIVE)
+    architecture = naive.skipgram if sg else naive.cbow
+    exp0, exp1, exp_loss = architecture(SENTENCE.tolist(), syn0, syn1neg, WINDOW,
+                                        naive.ns_predictor([NOISE_WORD] * NEGATIVE, ALPHA))
     _close(got0, syn0, exp0)
     _close(got1, syn1neg, exp1)
     assert loss == pytest.approx(exp_loss, rel=1e-2)

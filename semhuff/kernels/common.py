@@ -129,25 +129,24 @@ def log_sigmoid_signed(logsig_table, idx, code):
 
 
 @numba.njit(inline="always", nogil=True)
-def context_mean(syn0, sent, lo, hi, pos, out, D):
-    """CBOW's hidden layer: the mean of the context vectors (word2vec, gensim cbow_mean=1)."""
+def context_mean(syn0, ctx, k, out, D):
+    """CBOW's hidden layer: the mean of the ``k`` context vectors ``syn0[ctx[:k]]`` (word2vec,
+    gensim cbow_mean=1)."""
     for d in range(D):
         out[d] = 0.0
-    for c in range(lo, hi):
-        if c != pos:
-            r = sent[c]
-            for d in range(D):
-                out[d] += syn0[r, d]
-    inv = np.float32(1.0 / (hi - lo - 1))
+    for j in range(k):
+        r = ctx[j]
+        for d in range(D):
+            out[d] += syn0[r, d]
+    inv = np.float32(1.0 / k)
     for d in range(D):
         out[d] *= inv
 
 
 @numba.njit(inline="always", nogil=True)
-def add_to_contexts(syn0, sent, lo, hi, pos, err, D):
-    """CBOW's update: every context vector receives the full error (word2vec)."""
-    for c in range(lo, hi):
-        if c != pos:
-            r = sent[c]
-            for d in range(D):
-                syn0[r, d] += err[d]
+def add_to_contexts(syn0, ctx, k, err, D):
+    """CBOW's update: every context vector (each occurrence) receives the full error (word2vec)."""
+    for j in range(k):
+        r = ctx[j]
+        for d in range(D):
+            syn0[r, d] += err[d]

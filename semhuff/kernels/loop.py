@@ -1,4 +1,4 @@
-"""The sentence loops: one for skip-gram, one for CBOW, shared by every output layer.
+"""The sentence loop, shared by skip-gram and CBOW and by every output layer.
 
 A loop walks one chunk of token ids (sentences concatenated, ``bounds`` = end of each): the
 learning rate decays linearly over all words (word2vec), each sentence is down-sampled, each
@@ -13,8 +13,8 @@ the *body* of the output layer does the work for that centre:
 * ``CUSTOM``    a user's per-prediction body ``body(h, w, weights, larg, alpha, err, state) ->
                 (nll, state)``, for output layers defined outside the package.
 
-The body is chosen by a compile-time constant captured by the factory, so Numba prunes the
-other branches and each (architecture, body) pair compiles to the same straight loop nest a
+The architecture and the body are compile-time constants captured by the factory, so Numba
+prunes the other branches and each (architecture, body) pair compiles to the same straight loop nest a
 hand-written kernel would. The body is not passed as a function: a closure over a dispatcher
 has no stable disk-cache key (numba #6264), so every process would recompile. ``CUSTOM``
 kernels capture the user's body and are therefore compiled per process (``cache=False``).
@@ -51,33 +51,39 @@ def no_stats() -> np.ndarray:
     return np.zeros((1, 2), dtype=np.float64)
 
 
-def _check(body: int, custom) -> None:
+@functools.lru_cache(maxsize=None)
+def kernel(sg: bool, dim: int, body: int, batch_levels: int = 0, stats: bool = False,
+           custom=None):
+    """The sentence loop for skip-gram (``sg``) or CBOW with the given body.
+
+    * skip-gram: every context word predicts the centre word (word2vec.c's direction);
+      ``batch_levels`` applies to ``HS``: the number of top path levels batched over a centre's
+      contexts (0 = word2vec's order). ``PAIRS`` emits ``(inputs, targets, rates)``.
+    * CBOW: the mean of the context vectors predicts the centre word; every context vector
+      receives the full error (word2vec, gensim ``cbow_mean=1``). ``PAIRS`` emits, per centre,
+      its contexts into ``contexts`` and their start offsets into ``starts`` (one more entry),
+      with ``targets`` and ``rates``.
+    """
     if body not in BODIES.values():
         raise ValueError(f"unknown body {body!r}")
     if (body == CUSTOM) != (custom is not None):
         raise ValueError("a custom body function goes with body=CUSTOM, and only with it")
+    SG, D, OUT, TOP, STATS = bool(sg), int(dim), int(body), int(batch_levels), bool(stats)
 
-
-@functools.lru_cache(maxsize=None)
-def sg_kernel(dim: int, body: int, batch_levels: int = 0, stats: bool = False, custom=None):
-    """Skip-gram: every context word predicts the centre word (word2vec.c's direction).
-    ``batch_levels`` applies to ``HS`` (the number of top path levels batched over a centre's
-    contexts: 0 = word2vec's order)."""
-    _check(body, custom)
-    D, OUT, TOP, STATS = int(dim), int(body), int(batch_levels), bool(stats)
-
-    def sg(ids, bounds, syn0, weights, larg, word_stats, keep_thr, window, reduce, alpha0,
-           min_alpha, words_before, total_words, seed):
+    def loop(ids, bounds, syn0, weights, larg, word_stats, keep_thr, window, reduce, alpha0,
+             min_alpha, words_before, total_words, seed):
         state = np.uint64(seed)
         sent = np.empty(longest_sentence(bounds), np.int32)
         ctx = np.empty(2 * window, np.int32)
         neu = np.empty((2 * window, D), np.float32)
-        work = np.empty(D, np.float32)  # HS: the batched node's row; others: the input's error
+        hidden = np.empty(D, np.float32)
+        work = np.empty(D, np.float32)  # HS skip-gram: the batched node's row; else the input's error
         g = np.empty(2 * window, np.float32)
         loss = 0.0
         pairs = 0
         trained = 0
         start = 0
+        n_contexts = 0
         for si in range(bounds.shape[0]):
             end = bounds[si]
             alpha = np.float32(alpha_at(alpha0, min_alpha, words_before + start, total_words))
@@ -93,28 +99,58 @@ def sg_kernel(dim: int, body: int, batch_levels: int = 0, stats: bool = False, c
                         ctx[k] = sent[c]
                         k += 1
                 centre_loss = 0.0
-                if OUT == HS:
-                    centre_loss = hs.sg_centre(syn0, weights, larg, ctx, k, w, alpha, neu, work,
-                                               g, TOP, D)
-                elif OUT == HS_SCORE:
-                    for j in range(k):
-                        centre_loss += hs.score_path(syn0[ctx[j]], w, weights, larg, D)
-                elif OUT == PAIRS:
-                    inputs, targets, rates = larg
-                    for j in range(k):
-                        inputs[pairs + j] = ctx[j]
-                        targets[pairs + j] = w
-                        rates[pairs + j] = alpha
+                if SG:
+                    if OUT == HS:
+                        centre_loss = hs.sg_centre(syn0, weights, larg, ctx, k, w, alpha, neu,
+                                                   work, g, TOP, D)
+                    elif OUT == HS_SCORE:
+                        for j in range(k):
+                            centre_loss += hs.score_path(syn0[ctx[j]], w, weights, larg, D)
+                    elif OUT == PAIRS:
+                        inputs, targets, rates = larg
+                        for j in range(k):
+                            inputs[pairs + j] = ctx[j]
+                            targets[pairs + j] = w
+                            rates[pairs + j] = alpha
+                    else:
+                        for j in range(k):
+                            r = ctx[j]
+                            if OUT == NS:
+                                nll, state = ns.predict(syn0[r], w, weights, larg, alpha, work,
+                                                        state, D)
+                            else:
+                                nll, state = custom(syn0[r], w, weights, larg, alpha, work, state)
+                            centre_loss += nll
+                            for d in range(D):
+                                syn0[r, d] += work[d]
                 else:
-                    for j in range(k):
-                        r = ctx[j]
-                        if OUT == NS:
-                            nll, state = ns.predict(syn0[r], w, weights, larg, alpha, work, state, D)
+                    if k == 0:
+                        continue
+                    if OUT == PAIRS:
+                        contexts, starts, targets, rates = larg
+                        starts[pairs] = n_contexts
+                        for j in range(k):
+                            contexts[n_contexts + j] = ctx[j]
+                        n_contexts += k
+                        starts[pairs + 1] = n_contexts
+                        targets[pairs] = w
+                        rates[pairs] = alpha
+                    else:
+                        context_mean(syn0, ctx, k, hidden, D)
+                        if OUT == HS_SCORE:
+                            centre_loss = hs.score_path(hidden, w, weights, larg, D)
                         else:
-                            nll, state = custom(syn0[r], w, weights, larg, alpha, work, state)
-                        centre_loss += nll
-                        for d in range(D):
-                            syn0[r, d] += work[d]
+                            if OUT == HS:
+                                centre_loss, state = hs.predict(hidden, w, weights, larg, alpha,
+                                                                work, state, D)
+                            elif OUT == NS:
+                                centre_loss, state = ns.predict(hidden, w, weights, larg, alpha,
+                                                                work, state, D)
+                            else:
+                                centre_loss, state = custom(hidden, w, weights, larg, alpha,
+                                                            work, state)
+                            add_to_contexts(syn0, ctx, k, work, D)
+                    k = 1  # one prediction per centre
                 pairs += k
                 loss += centre_loss
                 if STATS:
@@ -122,78 +158,15 @@ def sg_kernel(dim: int, body: int, batch_levels: int = 0, stats: bool = False, c
                     word_stats[w, 1] += centre_loss
         return loss, pairs, trained
 
-    return numba.njit(cache=custom is None, nogil=True, fastmath=True)(sg)
+    return numba.njit(cache=custom is None, nogil=True, fastmath=True)(loop)
 
 
-@functools.lru_cache(maxsize=None)
+def sg_kernel(dim: int, body: int, batch_levels: int = 0, stats: bool = False, custom=None):
+    return kernel(True, dim, body, batch_levels, stats, custom)
+
+
 def cbow_kernel(dim: int, body: int, stats: bool = False, custom=None):
-    """CBOW: the mean of the context vectors predicts the centre word; every context vector
-    receives the full error (word2vec, gensim ``cbow_mean=1``). ``PAIRS`` emits, per centre,
-    its contexts into ``contexts`` and their start offsets into ``starts`` (one more entry)."""
-    _check(body, custom)
-    D, OUT, STATS = int(dim), int(body), bool(stats)
-
-    def cbow(ids, bounds, syn0, weights, larg, word_stats, keep_thr, window, reduce, alpha0,
-             min_alpha, words_before, total_words, seed):
-        state = np.uint64(seed)
-        sent = np.empty(longest_sentence(bounds), np.int32)
-        hidden = np.empty(D, np.float32)
-        err = np.empty(D, np.float32)
-        loss = 0.0
-        pairs = 0
-        trained = 0
-        start = 0
-        n_contexts = 0
-        for si in range(bounds.shape[0]):
-            end = bounds[si]
-            alpha = np.float32(alpha_at(alpha0, min_alpha, words_before + start, total_words))
-            n, state = subsample_sentence(ids, start, end, keep_thr, sent, state)
-            start = end
-            trained += n
-            for pos in range(n):
-                w = sent[pos]
-                lo, hi, state = context_window(pos, n, window, reduce, state)
-                if hi - lo - 1 <= 0:
-                    continue
-                nll = 0.0
-                if OUT == PAIRS:
-                    contexts, starts, targets, rates = larg
-                    starts[pairs] = n_contexts
-                    for c in range(lo, hi):
-                        if c != pos:
-                            contexts[n_contexts] = sent[c]
-                            n_contexts += 1
-                    starts[pairs + 1] = n_contexts
-                    targets[pairs] = w
-                    rates[pairs] = alpha
-                else:
-                    context_mean(syn0, sent, lo, hi, pos, hidden, D)
-                    if OUT == HS_SCORE:
-                        nll = hs.score_path(hidden, w, weights, larg, D)
-                    else:
-                        if OUT == HS:
-                            nll, state = hs.predict(hidden, w, weights, larg, alpha, err, state, D)
-                        elif OUT == NS:
-                            nll, state = ns.predict(hidden, w, weights, larg, alpha, err, state, D)
-                        else:
-                            nll, state = custom(hidden, w, weights, larg, alpha, err, state)
-                        add_to_contexts(syn0, sent, lo, hi, pos, err, D)
-                pairs += 1
-                loss += nll
-                if STATS:
-                    word_stats[w, 0] += 1
-                    word_stats[w, 1] += nll
-        return loss, pairs, trained
-
-    return numba.njit(cache=custom is None, nogil=True, fastmath=True)(cbow)
-
-
-def kernel(sg: bool, dim: int, body: int, batch_levels: int = 0, stats: bool = False,
-           custom=None):
-    """The loop of the architecture (``sg`` or CBOW) with the given body."""
-    if sg:
-        return sg_kernel(dim, body, batch_levels, stats, custom)
-    return cbow_kernel(dim, body, stats, custom)
+    return kernel(False, dim, body, 0, stats, custom)
 
 
 def pair_buffers(sg: bool, n_ids: int, window: int):
