@@ -33,6 +33,7 @@ class Plan:
     alpha: float
     min_alpha: float
     total_words: int       # input words of the whole call, for the learning-rate decay
+    cbow_mean: bool = True # CBOW: mean of the contexts (word2vec) or their sum (gensim cbow_mean=0)
 
 
 class CpuSession:
@@ -45,8 +46,10 @@ class CpuSession:
         self.concurrency = int(workers)
 
     def _kernel(self, plan: Plan, score: bool):
-        dim = self.syn0.shape[1]
-        return self.layer.score_kernel(plan.sg, dim) if score else self.layer.train_kernel(plan.sg, dim)
+        dim, layer = self.syn0.shape[1], self.layer
+        if score:
+            return layer.score_kernel(plan.sg, dim, plan.cbow_mean)
+        return layer.train_kernel(plan.sg, dim, plan.cbow_mean)
 
     def warm_up(self, plan: Plan, score: bool = False) -> float:
         """Compile (or load from Numba's disk cache) the kernel; seconds it took (0 when it was

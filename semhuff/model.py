@@ -77,6 +77,7 @@ class Word2Vec:
     def __init__(self, sentences=None, *, vector_size: int = 100, window: int = 5,
                  min_count: int = 5, max_vocab_size: Optional[int] = None,
                  max_final_vocab: Optional[int] = None, sample: float = 1e-3, sg: int = 1,
+                 cbow_mean: int = 1,
                  loss: str = "hs", negative: int = 5, ns_exponent: float = 0.75,
                  tree: Union[str, Tree] = "huffman", similarity=None, hs_order: str = "mixed",
                  layer_options: Optional[dict] = None, word_stats: bool = False,
@@ -96,6 +97,7 @@ class Word2Vec:
         self.max_final_vocab = max_final_vocab
         self.sample = float(sample)
         self.sg = int(bool(sg))
+        self.cbow_mean = int(bool(cbow_mean))
         self.loss = loss
         self.negative = int(negative)
         self.ns_exponent = float(ns_exponent)
@@ -189,7 +191,8 @@ class Word2Vec:
         epochs = self.epochs if epochs is None else int(epochs)
         if epochs < 1:
             raise OptionError("epochs must be >= 1")
-        settings = TrainSettings(sg=bool(self.sg), window=self.window, alpha=self.alpha,
+        settings = TrainSettings(sg=bool(self.sg), cbow_mean=bool(self.cbow_mean),
+                                 window=self.window, alpha=self.alpha,
                                  min_alpha=self.min_alpha, epochs=epochs,
                                  seed=self.seed + self.train_calls, chunk_words=self.chunk_words,
                                  progress=self.progress)
@@ -224,7 +227,7 @@ class Word2Vec:
         session = self._session(workers)
         try:
             return score(session, corpus, self.vocab.index, bool(self.sg), self.window,
-                         self.chunk_words)
+                         self.chunk_words, bool(self.cbow_mean))
         finally:
             session.close()
 
@@ -247,7 +250,7 @@ class Word2Vec:
         """The settings that ``Word2Vec(**params)`` takes back (JSON-able ones)."""
         out = {k: getattr(self, k) for k in (
             "vector_size", "window", "min_count", "max_vocab_size", "max_final_vocab", "sample",
-            "sg", "loss", "negative", "ns_exponent", "hs_order", "word_stats", "alpha",
+            "sg", "cbow_mean", "loss", "negative", "ns_exponent", "hs_order", "word_stats", "alpha",
             "min_alpha", "epochs", "workers", "device", "seed", "max_sentence_length",
             "chunk_words")}
         out["layer_options"] = {k: v for k, v in self.layer_options.items() if _jsonable(v)}

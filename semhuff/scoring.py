@@ -8,8 +8,8 @@ SemHuff and self-organized HSM papers. What is scored:
   (no reduced window), ``-log P(centre | context)`` through the centre's path, exactly as the
   model was trained to predict (word2vec.c's direction; over a full window the set of pairs is
   symmetric, so it is also the centre -> context view);
-* **CBOW**: every centre word with at least one context word, ``-log P(centre | mean of the
-  full-window context vectors)``;
+* **CBOW**: every centre word with at least one context word, ``-log P(centre | mean (or sum,
+  ``cbow_mean=0``) of the full-window context vectors)``;
 * **no down-sampling**; out-of-vocabulary words are dropped before windowing, as in training
   (``oov_tokens`` counts them), so compare perplexities of models with the same vocabulary.
 
@@ -66,9 +66,9 @@ class ScoreReport:
 
 
 def score(session, sentences, index, sg: bool, window: int,
-          chunk_words: int = DEFAULT_CHUNK_WORDS) -> ScoreReport:
+          chunk_words: int = DEFAULT_CHUNK_WORDS, cbow_mean: bool = True) -> ScoreReport:
     plan = Plan(sg=sg, keep_thr=np.full(len(index), 0xFFFFFFFF, np.uint32), window=window,
-                reduce_window=False, alpha=0.0, min_alpha=0.0, total_words=1)
+                reduce_window=False, alpha=0.0, min_alpha=0.0, total_words=1, cbow_mean=cbow_mean)
     report = ScoreReport(compile_seconds=session.warm_up(plan, score=True))
     started = time.perf_counter()
 

@@ -32,6 +32,7 @@ logger = logging.getLogger(__name__)
 @dataclass
 class TrainSettings:
     sg: bool = True
+    cbow_mean: bool = True
     window: int = 5
     alpha: float = 0.025
     min_alpha: float = 0.0001
@@ -217,7 +218,7 @@ def train(session, keep_thr: np.ndarray, sentences, index, retained_tokens: int,
     s = settings
     total_words = max(1, s.epochs * retained_tokens)
     plan = Plan(sg=s.sg, keep_thr=keep_thr, window=s.window, reduce_window=True, alpha=s.alpha,
-                min_alpha=s.min_alpha, total_words=total_words)
+                min_alpha=s.min_alpha, total_words=total_words, cbow_mean=s.cbow_mean)
     layer = session.layer
     schedule = HookSchedule(list(layer.hooks()) + list(hooks))
     source = EpochSource(sentences, index, s.chunk_words, use_cache=s.cache_ids)

@@ -114,19 +114,21 @@ def skipgram(sentence, syn0, out, window, predict):
     return syn0, out, loss
 
 
-def cbow(sentence, syn0, out, window, predict):
-    """The mean of the context vectors predicts the centre; every context occurrence receives
-    the whole error."""
+def cbow(sentence, syn0, out, window, predict, mean=True):
+    """The mean of the context vectors predicts the centre and every context occurrence receives
+    the whole error; or (``mean=False``, gensim's cbow_mean=0) their sum predicts it and each
+    receives the error divided by their number."""
     syn0, out = syn0.astype(np.float64), out.astype(np.float64)
     loss = 0.0
     for pos, w in enumerate(sentence):
         ctx = [sentence[c] for c in contexts(len(sentence), pos, window)]
         if not ctx:
             continue
-        err, nll = predict(np.mean([syn0[r] for r in ctx], axis=0), w, out)
+        h = np.sum([syn0[r] for r in ctx], axis=0)
+        err, nll = predict(h / len(ctx) if mean else h, w, out)
         loss += nll
         for r in ctx:
-            syn0[r] += err
+            syn0[r] += err if mean else err / len(ctx)
     return syn0, out, loss
 
 

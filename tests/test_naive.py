@@ -75,12 +75,13 @@ def test_the_orders_differ():
     np.testing.assert_allclose(c[0], a[0], rtol=1e-12, atol=1e-15)
 
 
-def test_cbow_hs_step():
+@pytest.mark.parametrize("mean", [True, False], ids=["mean", "sum"])
+def test_cbow_hs_step(mean):
     tree, paths, syn0, syn1 = _hs_setup()
-    got0, got1, loss, pairs = _run(loop.cbow_kernel(DIM, loop.HS), syn0, syn1,
+    got0, got1, loss, pairs = _run(loop.cbow_kernel(DIM, loop.HS, cbow_mean=mean), syn0, syn1,
                                    (tree.points, tree.codes, tree.lengths))
     exp0, exp1, exp_loss = naive.cbow(SENTENCE.tolist(), syn0, syn1, WINDOW,
-                                      naive.hs_predictor(paths, ALPHA))
+                                      naive.hs_predictor(paths, ALPHA), mean=mean)
     assert pairs == len(SENTENCE)
     _close(got0, syn0, exp0)
     _close(got1, syn1, exp1)

@@ -129,24 +129,27 @@ def log_sigmoid_signed(logsig_table, idx, code):
 
 
 @numba.njit(inline="always", nogil=True)
-def context_mean(syn0, ctx, k, out, D):
-    """CBOW's hidden layer: the mean of the ``k`` context vectors ``syn0[ctx[:k]]`` (word2vec,
-    gensim cbow_mean=1)."""
+def context_mean(syn0, ctx, k, out, mean, D):
+    """CBOW's hidden layer: the mean (``mean``: word2vec, gensim cbow_mean=1) or the sum (gensim
+    cbow_mean=0) of the ``k`` context vectors ``syn0[ctx[:k]]``."""
     for d in range(D):
         out[d] = 0.0
     for j in range(k):
         r = ctx[j]
         for d in range(D):
             out[d] += syn0[r, d]
-    inv = np.float32(1.0 / k)
-    for d in range(D):
-        out[d] *= inv
+    if mean:
+        inv = np.float32(1.0 / k)
+        for d in range(D):
+            out[d] *= inv
 
 
 @numba.njit(inline="always", nogil=True)
-def add_to_contexts(syn0, ctx, k, err, D):
-    """CBOW's update: every context vector (each occurrence) receives the full error (word2vec)."""
+def add_to_contexts(syn0, ctx, k, err, mean, D):
+    """CBOW's update: every context vector (each occurrence) receives the full error after a
+    mean (word2vec), its share ``err / k`` after a sum (gensim cbow_mean=0)."""
+    share = np.float32(1.0) if mean else np.float32(1.0 / k)
     for j in range(k):
         r = ctx[j]
         for d in range(D):
-            syn0[r, d] += err[d]
+            syn0[r, d] += err[d] * share

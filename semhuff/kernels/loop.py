@@ -53,14 +53,16 @@ def no_stats() -> np.ndarray:
 
 @functools.lru_cache(maxsize=None)
 def kernel(sg: bool, dim: int, body: int, batch_levels: int = 0, stats: bool = False,
-           custom=None):
+           custom=None, cbow_mean: bool = True):
     """The sentence loop for skip-gram (``sg``) or CBOW with the given body.
 
     * skip-gram: every context word predicts the centre word (word2vec.c's direction);
       ``batch_levels`` applies to ``HS``: the number of top path levels batched over a centre's
       contexts (0 = word2vec's order). ``PAIRS`` emits ``(inputs, targets, rates)``.
-    * CBOW: the mean of the context vectors predicts the centre word; every context vector
-      receives the full error (word2vec, gensim ``cbow_mean=1``). ``PAIRS`` emits, per centre,
+    * CBOW: the mean of the context vectors predicts the centre word and every context vector
+      receives the full error (word2vec, gensim ``cbow_mean=1``); with ``cbow_mean=False`` their
+      sum predicts it and each receives the error divided by their number (gensim
+      ``cbow_mean=0``). ``PAIRS`` emits, per centre,
       its contexts into ``contexts`` and their start offsets into ``starts`` (one more entry),
       with ``targets`` and ``rates``.
     """
@@ -69,6 +71,7 @@ def kernel(sg: bool, dim: int, body: int, batch_levels: int = 0, stats: bool = F
     if (body == CUSTOM) != (custom is not None):
         raise ValueError("a custom body function goes with body=CUSTOM, and only with it")
     SG, D, OUT, TOP, STATS = bool(sg), int(dim), int(body), int(batch_levels), bool(stats)
+    MEAN = bool(cbow_mean) or SG
 
     def loop(ids, bounds, syn0, weights, larg, word_stats, keep_thr, window, reduce, alpha0,
              min_alpha, words_before, total_words, seed):
@@ -136,7 +139,7 @@ def kernel(sg: bool, dim: int, body: int, batch_levels: int = 0, stats: bool = F
                         targets[pairs] = w
                         rates[pairs] = alpha
                     else:
-                        context_mean(syn0, ctx, k, hidden, D)
+                        context_mean(syn0, ctx, k, hidden, MEAN, D)
                         if OUT == HS_SCORE:
                             centre_loss = hs.score_path(hidden, w, weights, larg, D)
                         else:
@@ -149,7 +152,7 @@ def kernel(sg: bool, dim: int, body: int, batch_levels: int = 0, stats: bool = F
                             else:
                                 centre_loss, state = custom(hidden, w, weights, larg, alpha,
                                                             work, state)
-                            add_to_contexts(syn0, ctx, k, work, D)
+                            add_to_contexts(syn0, ctx, k, work, MEAN, D)
                     k = 1  # one prediction per centre
                 pairs += k
                 loss += centre_loss
@@ -165,8 +168,8 @@ def sg_kernel(dim: int, body: int, batch_levels: int = 0, stats: bool = False, c
     return kernel(True, dim, body, batch_levels, stats, custom)
 
 
-def cbow_kernel(dim: int, body: int, stats: bool = False, custom=None):
-    return kernel(False, dim, body, 0, stats, custom)
+def cbow_kernel(dim: int, body: int, stats: bool = False, custom=None, cbow_mean: bool = True):
+    return kernel(False, dim, body, 0, stats, custom, cbow_mean)
 
 
 def pair_buffers(sg: bool, n_ids: int, window: int):

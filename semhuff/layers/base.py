@@ -67,12 +67,12 @@ class OutputLayer:
     def batch_levels(self) -> int:
         return 0
 
-    def train_kernel(self, sg: bool, dim: int):
+    def train_kernel(self, sg: bool, dim: int, cbow_mean: bool = True):
         custom = self.custom_body() if self.body == loop.CUSTOM else None
         return loop.kernel(sg, dim, self.body, self.batch_levels(), self.word_stats is not None,
-                           custom)
+                           custom, cbow_mean)
 
-    def score_kernel(self, sg: bool, dim: int):
+    def score_kernel(self, sg: bool, dim: int, cbow_mean: bool = True):
         raise OptionError(f"{self.describe()} does not give normalised probabilities, so held-out "
                           f"text cannot be scored (score() needs hierarchical softmax)")
 

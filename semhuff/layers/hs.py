@@ -59,8 +59,8 @@ class HierarchicalSoftmax(OutputLayer):
         t = self.tree
         return (t.points, t.codes, t.lengths)
 
-    def score_kernel(self, sg, dim):
-        return loop.kernel(sg, dim, loop.HS_SCORE)
+    def score_kernel(self, sg, dim, cbow_mean=True):
+        return loop.kernel(sg, dim, loop.HS_SCORE, cbow_mean=cbow_mean)
 
     def config(self):
         return {"order": self.order}
