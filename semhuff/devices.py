@@ -59,8 +59,9 @@ class CpuSession:
         if fn.signatures:
             return 0.0
         started = time.perf_counter()
+        larg = self.layer.score_args(0) if score else self.layer.kernel_args()
         fn(np.zeros(0, np.int32), np.zeros(0, np.int64), self.syn0, self.layer.weights,
-           self.layer.kernel_args(), self.layer.stats_array(), plan.keep_thr, 1,
+           larg, self.layer.stats_array(), plan.keep_thr, 1,
            plan.reduce_window, 0.0, 0.0, 0, 1, np.uint64(1))
         return time.perf_counter() - started
 
@@ -71,10 +72,11 @@ class CpuSession:
                   plan.reduce_window, plan.alpha, plan.min_alpha, words_before, plan.total_words,
                   np.uint64(seed))
 
-    def score_chunk(self, plan: Plan, chunk):
+    def score_chunk(self, plan: Plan, chunk, part: int = 0):
+        """(summed nll, predictions); ``part=1``: only the cluster part (clustered layers)."""
         fn = self._kernel(plan, score=True)
         nll, pairs, _ = fn(chunk.ids, chunk.bounds, self.syn0, self.layer.weights,
-                           self.layer.kernel_args(), np.zeros((1, 2)), plan.keep_thr,
+                           self.layer.score_args(part), np.zeros((1, 2)), plan.keep_thr,
                            plan.window, False, 0.0, 0.0, 0, 1, np.uint64(0))
         return nll, pairs
 

@@ -61,6 +61,10 @@ class HookContext:
     loss: float                     # summed nll of the epoch so far (nats)
     predictions: int                # predictions of the epoch so far
     recent_chunks: List = field(default_factory=list)  # ``encode.Chunk``s, oldest first
+    keep_prob: np.ndarray = None    # down-sampling keep probability, by word id
+    sg: bool = True                 # the architecture and window the kernels run with
+    window: int = 5
+    cbow_mean: bool = True
     _vectors: Callable[[], np.ndarray] = None
     _layer_changed: Callable[[], None] = None
 

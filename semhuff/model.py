@@ -79,7 +79,7 @@ class Word2Vec:
                  max_final_vocab: Optional[int] = None, sample: float = 1e-3, sg: int = 1,
                  cbow_mean: int = 1,
                  loss: str = "hs", negative: int = 5, ns_exponent: float = 0.75,
-                 tree: Union[str, Tree] = "huffman", similarity=None, hs_order: str = "mixed",
+                 tree: Union[str, Tree, None] = None, similarity=None, hs_order: str = "mixed",
                  layer_options: Optional[dict] = None, word_stats: bool = False,
                  alpha: float = 0.025, min_alpha: float = 0.0001, epochs: int = 5,
                  workers: Optional[int] = None, device: str = "cpu", seed: int = 1,
@@ -156,7 +156,7 @@ class Word2Vec:
         cls = layer_class(self.loss)
         settings = {"tree": self.tree_spec, "similarity": self.similarity,
                     "hs_order": self.hs_order, "negative": self.negative,
-                    "ns_exponent": self.ns_exponent}
+                    "ns_exponent": self.ns_exponent, "seed": self.seed}
         options = {name: settings[name] for name in cls.options if name in settings}
         options.update(self.layer_options)
         layer = cls.create(self.vocab, **options)
@@ -217,17 +217,18 @@ class Word2Vec:
         logger.info("%s", report.summary())
         return report
 
-    def score(self, sentences, workers: Optional[int] = None) -> ScoreReport:
+    def score(self, sentences, workers: Optional[int] = None, clusters: bool = False) -> ScoreReport:
         """Mean negative log-likelihood per prediction and perplexity of held-out text (full
         window, no down-sampling; see ``semhuff.scoring``). Needs a layer with normalised
-        probabilities (hierarchical softmax over any tree)."""
+        probabilities (hierarchical softmax over any tree, the class softmax). ``clusters``:
+        also the cluster and in-cluster perplexity (clustered layers, Shen et al. eqs. 5-6)."""
         if self.vocab is None:
             raise SemhuffError("the model has no vocabulary yet: train it first")
         corpus = as_corpus(sentences, self.max_sentence_length)
         session = self._session(workers)
         try:
             return score(session, corpus, self.vocab.index, bool(self.sg), self.window,
-                         self.chunk_words, bool(self.cbow_mean))
+                         self.chunk_words, bool(self.cbow_mean), clusters)
         finally:
             session.close()
 

@@ -39,6 +39,7 @@ from .trainer import prefetch, run_chunks
 @dataclass
 class ScoreReport:
     nll: float = 0.0          # summed negative log-likelihood, nats
+    cluster_nll: float = float("nan")  # its cluster part, for clustered layers (clusters=True)
     predictions: int = 0
     tokens: int = 0           # tokens read, out-of-vocabulary included
     oov_tokens: int = 0
@@ -58,29 +59,66 @@ class ScoreReport:
     def words_per_second(self) -> float:
         return self.tokens / self.seconds if self.seconds > 0 else float("nan")
 
+    @property
+    def cluster_perplexity(self) -> float:
+        """exp(mean -log P(c(w) | h)), Shen et al. eq. 5 (nan unless scored with clusters)."""
+        return math.exp(self.cluster_nll / self.predictions) if self.predictions else float("nan")
+
+    @property
+    def in_cluster_perplexity(self) -> float:
+        """exp(mean -log P(w | c(w), h)), eq. 6."""
+        nll = self.nll - self.cluster_nll
+        return math.exp(nll / self.predictions) if self.predictions else float("nan")
+
     def summary(self) -> str:
+        clusters = ("" if math.isnan(self.cluster_nll) else
+                    f" (cluster perplexity {self.cluster_perplexity:,.2f}, in-cluster "
+                    f"{self.in_cluster_perplexity:,.2f})")
         return (f"{self.predictions:,} predictions over {self.tokens:,} tokens "
                 f"({self.oov_tokens:,} out of vocabulary): {self.mean_nll:.4f} nats per "
-                f"prediction, perplexity {self.perplexity:,.2f}; {self.seconds:.1f} s = "
-                f"{self.words_per_second:,.0f} words/s")
+                f"prediction, perplexity {self.perplexity:,.2f}{clusters}; {self.seconds:.1f} s "
+                f"= {self.words_per_second:,.0f} words/s")
 
 
 def score(session, sentences, index, sg: bool, window: int,
-          chunk_words: int = DEFAULT_CHUNK_WORDS, cbow_mean: bool = True) -> ScoreReport:
+          chunk_words: int = DEFAULT_CHUNK_WORDS, cbow_mean: bool = True,
+          clusters: bool = False) -> ScoreReport:
+    """Score ``sentences`` with the session's threads; ``clusters``: also the cluster part of
+    every prediction (a second pass with the layer's ``score_args(1)``)."""
     plan = Plan(sg=sg, keep_thr=np.full(len(index), 0xFFFFFFFF, np.uint32), window=window,
                 reduce_window=False, alpha=0.0, min_alpha=0.0, total_words=1, cbow_mean=cbow_mean)
     report = ScoreReport(compile_seconds=session.warm_up(plan, score=True))
     started = time.perf_counter()
 
+    if clusters:
+        report.cluster_nll = 0.0
+
+    def run(chunk):
+        out = session.score_chunk(plan, chunk)
+        return out + (session.score_chunk(plan, chunk, part=1)[0] if clusters else 0.0,)
+
     def handle(chunk, out):
-        nll, pairs = out
+        nll, pairs, cluster_nll = out
         report.nll += nll
+        report.cluster_nll += cluster_nll
         report.predictions += pairs
         report.tokens += chunk.raw_tokens
         report.oov_tokens += chunk.raw_tokens - len(chunk.ids)
 
     chunks = prefetch(encode_chunks(sentences, index, chunk_words), 2 * session.concurrency)
-    run_chunks(session, chunks, lambda chunk: session.score_chunk(plan, chunk), handle,
-               2 * session.concurrency)
+    run_chunks(session, chunks, run, handle, 2 * session.concurrency)
     report.seconds = time.perf_counter() - started
     return report
+
+
+def score_on_host(kernel, syn0, weights, larg, chunks, window: int):
+    """(summed nll, predictions) of ``chunks`` with a scoring kernel on host arrays, in this
+    thread (for hooks, which run while the workers wait)."""
+    keep = np.full(syn0.shape[0], 0xFFFFFFFF, np.uint32)
+    nll, pairs = 0.0, 0
+    for chunk in chunks:
+        out = kernel(chunk.ids, chunk.bounds, syn0, weights, larg, np.zeros((1, 2)), keep, window,
+                     False, 0.0, 0.0, 0, 1, np.uint64(0))
+        nll += out[0]
+        pairs += out[1]
+    return nll, pairs

@@ -228,6 +228,7 @@ def train(session, keep_thr: np.ndarray, sentences, index, retained_tokens: int,
                     "from numba's cache)", report.compile_seconds)
     bar = _progress_bar(s.epochs * raw_tokens_per_epoch, s.progress)
     state = {"epoch": 0, "done": 0}
+    keep_prob = keep_thr.astype(np.float64) / 2.0 ** 32
 
     def context(recent=()) -> HookContext:
         stats = report.epochs[-1] if report.epochs else EpochStats()
@@ -237,6 +238,7 @@ def train(session, keep_thr: np.ndarray, sentences, index, retained_tokens: int,
         return HookContext(epoch=state["epoch"], epochs=s.epochs, words_done=done,
                            total_words=total_words, alpha=alpha, counts=counts, layer=layer,
                            loss=stats.loss, predictions=stats.pairs, recent_chunks=list(recent),
+                           keep_prob=keep_prob, sg=s.sg, window=s.window, cbow_mean=s.cbow_mean,
                            _vectors=lambda: session.syn0, _layer_changed=session.layer_changed)
 
     def call_hooks(method, hooks_due=None, recent=()):

@@ -154,3 +154,73 @@ def score(sentences, index, syn0, syn1, word_paths, window, sg=True) -> Tuple[fl
                 nll -= hs_log_prob(np.mean([syn0[r] for r in ctx], axis=0), word_paths[w], syn1)
                 n += 1
     return nll, n
+
+
+def _log_softmax(scores):
+    scores = np.asarray(scores, np.float64)
+    top = scores.max()
+    return scores - (top + math.log(np.exp(scores - top).sum()))
+
+
+def class_predictor(cluster_of, n_clusters, alpha, q=None, lam=None):
+    """Two-level class softmax (Shen et al. eqs. 2-4): rows 0..C-1 of the output matrix are the
+    cluster vectors, row C + v word v's vector. Each prediction also smooths q[w] towards
+    log2 P(. | h) (eq. 9) when q is given."""
+    members = [[v for v in range(len(cluster_of)) if cluster_of[v] == c] for c in range(n_clusters)]
+
+    def predict(h, w, out):
+        c = cluster_of[w]
+        logp = _log_softmax([h @ out[j] for j in range(n_clusters)])
+        words = members[c]
+        logq = _log_softmax([h @ out[n_clusters + v] for v in words])
+        nll = -logp[c] - logq[words.index(w)]
+        if q is not None:
+            q[w] = lam[w] * q[w] + (1 - lam[w]) * logp / math.log(2)
+        err = np.zeros_like(h)
+        for j in range(n_clusters):
+            g = ((j == c) - math.exp(logp[j])) * alpha
+            err += g * out[j]
+            out[j] += g * h
+        for m, v in enumerate(words):
+            g = ((v == w) - math.exp(logq[m])) * alpha
+            err += g * out[n_clusters + v]
+            out[n_clusters + v] += g * h
+        return err, nll
+    return predict
+
+
+def cluster_log2_probs(h, parent, branch, n_words, cluster_of, syn1):
+    """log2 P(c | h) of every cluster of a tree whose cluster c is the subtree holding its words:
+    P(c | h) is the probability of the path from the root to that subtree, i.e. of the steps
+    (node and branch) all its words' paths share (one word: its whole path)."""
+    word_paths = paths(parent, branch, n_words)
+    out = {}
+    for c in set(cluster_of.tolist()):
+        words = [w for w in range(n_words) if cluster_of[w] == c]
+        common = word_paths[words[0]]
+        for w in words[1:]:
+            k = 0
+            while k < min(len(common), len(word_paths[w])) and common[k] == word_paths[w][k]:
+                k += 1
+            common = common[:k]
+        out[c] = hs_log_prob(h, common, syn1) / math.log(2)
+    return out
+
+
+def greedy_assign(q, counts, n_clusters, max_words, budget):
+    """Algorithm 1 written out: words by descending frequency (id order), clusters by descending
+    q (ties: lower id); take the first with fewer than ``max_words`` words and a token share
+    below ``budget``; if none, the cluster with room whose share is smallest."""
+    total = float(np.sum(counts))
+    size, share = [0] * n_clusters, [0.0] * n_clusters
+    out = []
+    for w in range(len(counts)):
+        ranked = sorted(range(n_clusters), key=lambda c: (-float(q[w][c]), c))
+        pick = next((c for c in ranked if size[c] < max_words and share[c] < budget), None)
+        if pick is None:
+            room = [c for c in range(n_clusters) if size[c] < max_words]
+            pick = min(room, key=lambda c: (share[c], c))
+        out.append(pick)
+        size[pick] += 1
+        share[pick] += counts[w] / total
+    return out

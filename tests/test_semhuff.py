@@ -126,7 +126,7 @@ def test_make_tree_dispatch(tmp_path):
     with pytest.raises(TreeError, match="needs similarity"):
         make_tree("semhuff", vocab)
     with pytest.raises(TreeError, match="unknown tree kind"):
-        make_tree("random", vocab)
+        make_tree("no-such-tree", vocab)
     with pytest.raises(TreeError, match="unknown semhuff tree option"):
         make_tree("semhuff", vocab, demo_matrix(), colour="blue")
     with pytest.raises(TreeError):

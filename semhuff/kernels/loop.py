@@ -8,6 +8,11 @@ the *body* of the output layer does the work for that centre:
 * ``HS``        hierarchical softmax, training (``hs.sg_centre`` / ``hs.predict``);
 * ``NS``        negative sampling, training (``ns.predict``);
 * ``HS_SCORE``  hierarchical softmax, exact float64 log-likelihood, no update (``model.score``);
+* ``CLASS``     two-level class softmax, training, with the self-organizing statistic
+                (``classes.predict``); ``CLASS_SCORE`` its exact scoring (``classes.score``);
+* ``SO_HS``     hierarchical softmax over a tree built from clusters, training, and on a sample
+                of the centres the full cluster distribution for the statistic
+                (``classes.observe_tree``, the binary self-organized form);
 * ``PAIRS``     emit the (input, target, learning rate) pairs instead of training: the same
                 windows, down-sampling and random stream, for a batcher (e.g. the GPU path);
 * ``CUSTOM``    a user's per-prediction body ``body(h, w, weights, larg, alpha, err, state) ->
@@ -38,13 +43,14 @@ import functools
 import numba
 import numpy as np
 
-from . import hs, ns
-from .common import (add_to_contexts, alpha_at, context_mean, context_window, longest_sentence,
-                     subsample_sentence)
+from . import classes, hs, ns
+from .common import (add_to_contexts, alpha_at, context_mean, context_window, lcg_next, lcg_u32,
+                     longest_sentence, subsample_sentence)
 
-HS, NS, HS_SCORE, PAIRS, CUSTOM = 0, 1, 2, 3, 4
-BODIES = {"hs": HS, "ns": NS, "hs_score": HS_SCORE, "pairs": PAIRS, "custom": CUSTOM}
-UPDATES = (HS, NS, CUSTOM)  # bodies that train
+HS, NS, HS_SCORE, PAIRS, CUSTOM, CLASS, CLASS_SCORE, SO_HS = 0, 1, 2, 3, 4, 5, 6, 7
+BODIES = {"hs": HS, "ns": NS, "hs_score": HS_SCORE, "pairs": PAIRS, "custom": CUSTOM,
+          "class": CLASS, "class_score": CLASS_SCORE, "so_hs": SO_HS}
+UPDATES = (HS, NS, CUSTOM, CLASS, SO_HS)  # bodies that train
 
 
 def no_stats() -> np.ndarray:
@@ -106,9 +112,21 @@ def kernel(sg: bool, dim: int, body: int, batch_levels: int = 0, stats: bool = F
                     if OUT == HS:
                         centre_loss = hs.sg_centre(syn0, weights, larg, ctx, k, w, alpha, neu,
                                                    work, g, TOP, D)
+                    elif OUT == SO_HS:
+                        points, codes, lengths, q, lam, sample_thr, top_row, top_child = larg
+                        state = lcg_next(state)
+                        if lcg_u32(state) < sample_thr[w]:
+                            for j in range(k):
+                                classes.observe_tree(syn0[ctx[j]], w, weights, q, lam, top_row,
+                                                     top_child, D)
+                        centre_loss = hs.sg_centre(syn0, weights, (points, codes, lengths), ctx,
+                                                   k, w, alpha, neu, work, g, TOP, D)
                     elif OUT == HS_SCORE:
                         for j in range(k):
                             centre_loss += hs.score_path(syn0[ctx[j]], w, weights, larg, D)
+                    elif OUT == CLASS_SCORE:
+                        for j in range(k):
+                            centre_loss += classes.score(syn0[ctx[j]], w, weights, larg, D)
                     elif OUT == PAIRS:
                         inputs, targets, rates = larg
                         for j in range(k):
@@ -121,6 +139,9 @@ def kernel(sg: bool, dim: int, body: int, batch_levels: int = 0, stats: bool = F
                             if OUT == NS:
                                 nll, state = ns.predict(syn0[r], w, weights, larg, alpha, work,
                                                         state, D)
+                            elif OUT == CLASS:
+                                nll, state = classes.predict(syn0[r], w, weights, larg, alpha,
+                                                             work, state, D)
                             else:
                                 nll, state = custom(syn0[r], w, weights, larg, alpha, work, state)
                             centre_loss += nll
@@ -142,10 +163,24 @@ def kernel(sg: bool, dim: int, body: int, batch_levels: int = 0, stats: bool = F
                         context_mean(syn0, ctx, k, hidden, MEAN, D)
                         if OUT == HS_SCORE:
                             centre_loss = hs.score_path(hidden, w, weights, larg, D)
+                        elif OUT == CLASS_SCORE:
+                            centre_loss = classes.score(hidden, w, weights, larg, D)
                         else:
                             if OUT == HS:
                                 centre_loss, state = hs.predict(hidden, w, weights, larg, alpha,
                                                                 work, state, D)
+                            elif OUT == SO_HS:
+                                points, codes, lengths, q, lam, sample_thr, top_row, top_child = larg
+                                state = lcg_next(state)
+                                if lcg_u32(state) < sample_thr[w]:
+                                    classes.observe_tree(hidden, w, weights, q, lam, top_row,
+                                                         top_child, D)
+                                centre_loss, state = hs.predict(hidden, w, weights,
+                                                                (points, codes, lengths), alpha,
+                                                                work, state, D)
+                            elif OUT == CLASS:
+                                centre_loss, state = classes.predict(hidden, w, weights, larg,
+                                                                     alpha, work, state, D)
                             elif OUT == NS:
                                 centre_loss, state = ns.predict(hidden, w, weights, larg, alpha,
                                                                 work, state, D)

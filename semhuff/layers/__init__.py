@@ -6,8 +6,10 @@ from typing import Dict, Type
 
 from ..errors import ModelFileError, OptionError
 from .base import OutputLayer
+from .classes import ClassSoftmax
 from .hs import HierarchicalSoftmax
 from .ns import NegativeSampling
+from .self_organized import SelfOrganizedHS
 
 OUTPUT_LAYERS: Dict[str, Type[OutputLayer]] = {}
 
@@ -27,6 +29,8 @@ def register_output_layer(name: str):
 
 register_output_layer("hs")(HierarchicalSoftmax)
 register_output_layer("ns")(NegativeSampling)
+register_output_layer("class")(ClassSoftmax)
+register_output_layer("hs-self-organized")(SelfOrganizedHS)  # made by "hs" + tree "self-organized"
 
 
 def layer_class(name: str) -> Type[OutputLayer]:
@@ -47,5 +51,6 @@ def layer_from_state(name: str, config: dict, arrays) -> OutputLayer:
     return OUTPUT_LAYERS[name].from_state(config, arrays)
 
 
-__all__ = ["OUTPUT_LAYERS", "HierarchicalSoftmax", "NegativeSampling", "OutputLayer",
+__all__ = ["OUTPUT_LAYERS", "ClassSoftmax", "HierarchicalSoftmax", "NegativeSampling",
+           "OutputLayer", "SelfOrganizedHS",
            "layer_class", "layer_from_state", "register_output_layer"]

@@ -60,6 +60,13 @@ class OutputLayer:
         may replace them between chunks, e.g. in a hook)."""
         return ()
 
+    def score_args(self, part: int = 0) -> tuple:
+        """What the scoring kernel gets as ``larg``; ``part=1`` (clustered layers only): score
+        only the cluster part of each prediction."""
+        if part:
+            raise ValueError(f"{self.describe()} has no clusters to score separately")
+        return self.kernel_args()
+
     def custom_body(self):
         """For ``body == loop.CUSTOM``: the per-prediction Numba function."""
         raise NotImplementedError(f"output layer {self.name!r} defines no body")

@@ -22,7 +22,7 @@ class HierarchicalSoftmax(OutputLayer):
 
     body = loop.HS
     normalised = True
-    options = ("tree", "similarity", "hs_order")
+    options = ("tree", "similarity", "hs_order", "seed")
     ORDERS = ("mixed", "word2vec", "batched")
     MIXED_LEVELS = 4
     _BATCH_LEVELS = {"word2vec": 0, "mixed": MIXED_LEVELS, "batched": 1 << 30}
@@ -35,13 +35,21 @@ class HierarchicalSoftmax(OutputLayer):
         self.order = order
 
     @classmethod
-    def create(cls, vocab, tree="huffman", similarity=None, hs_order="mixed"):
+    def create(cls, vocab, tree=None, similarity=None, hs_order="mixed", seed=1, **options):
+        """``tree``: a ``Tree``, the name of a tree builder (``semhuff.trees``; default
+        "huffman"), or "self-organized" (a ``SelfOrganizedHS``, which takes ``options``)."""
+        if tree == "self-organized":
+            from .self_organized import SelfOrganizedHS
+            return SelfOrganizedHS.create(vocab, hs_order=hs_order, seed=seed, **options)
+        if options:
+            raise OptionError(f"{', '.join(sorted(options))}: options of self-organized trees, "
+                              f"not of a {tree or 'huffman'} tree")
         if len(vocab) < 2:
             raise OptionError(f"hierarchical softmax needs at least 2 words in the vocabulary, "
                               f"got {len(vocab)} (lower min_count?)")
         if not isinstance(tree, Tree):
             from ..trees import make_tree
-            tree = make_tree(tree, vocab, similarity=similarity)
+            tree = make_tree(tree or "huffman", vocab, similarity=similarity, seed=seed)
         elif tree.n_words != len(vocab):
             raise TreeError(f"the given tree has {tree.n_words} leaves but the vocabulary has "
                             f"{len(vocab)} words")

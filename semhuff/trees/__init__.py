@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Callable, Dict
 
+import numpy as np
+
 from ..tree import Tree, TreeError
 
 TREE_BUILDERS: Dict[str, Callable[..., Tree]] = {}
@@ -21,26 +23,26 @@ def register_tree_builder(name: str):
     return register
 
 
-def make_tree(kind: str, vocab, similarity=None, **options) -> Tree:
+def make_tree(kind: str, vocab, similarity=None, seed: int = 1, **options) -> Tree:
     """Build the hierarchical-softmax tree of ``kind`` over ``vocab`` (a ``semhuff.vocab.Vocab``:
-    frequency-sorted ``words`` and ``counts``). Raises ``TreeError`` (one-line message for the
-    CLI) on an unknown kind or option; similarity sources raise ``SimilarityError``."""
+    frequency-sorted ``words`` and ``counts``); ``seed`` for builders that draw at random.
+    Raises ``TreeError`` (one-line message for the CLI) on an unknown kind or option;
+    similarity sources raise ``SimilarityError``."""
     if kind not in TREE_BUILDERS:
         raise TreeError(f"unknown tree kind {kind!r} (expected one of: {', '.join(sorted(TREE_BUILDERS))})")
-    return TREE_BUILDERS[kind](vocab, similarity, **options)
+    return TREE_BUILDERS[kind](vocab, similarity, seed=seed, **options)
 
 
 @register_tree_builder("huffman")
-def huffman_tree(vocab, similarity=None, **options) -> Tree:
+def huffman_tree(vocab, similarity=None, seed=1, **options) -> Tree:
     """word2vec's Huffman tree; takes no similarity and no options."""
-    if similarity is not None or options:
-        raise TreeError("the huffman tree takes no similarity or options")
+    _no_options("huffman", similarity, options)
     from .huffman import build_huffman
     return build_huffman(vocab.counts)
 
 
 @register_tree_builder("semhuff")
-def semhuff_tree(vocab, similarity=None, **options) -> Tree:
+def semhuff_tree(vocab, similarity=None, seed=1, **options) -> Tree:
     """The Huffman tree re-paired by word similarity (``build_semhuff``). ``similarity`` is
     required: ``"wordnet"``, a path to a pairs / synonym-set file or to word vectors (word2vec
     text / binary, gensim ``.kv`` / ``.model``), a gensim ``KeyedVectors``, or a ready ``(V, V)``
@@ -64,6 +66,27 @@ def semhuff_tree(vocab, similarity=None, **options) -> Tree:
         load_options.setdefault("top_k", DEFAULT_TOP_K)
         similarity = load_similarity(similarity, vocab, **load_options)
     return build_semhuff(vocab, similarity, **build_options)
+
+
+def _no_options(kind, similarity, options):
+    if similarity is not None or options:
+        raise TreeError(f"the {kind} tree takes no similarity or options")
+
+
+@register_tree_builder("random")
+def random_tree(vocab, similarity=None, seed=1, **options) -> Tree:
+    """A balanced binary tree over the words in a random order (the p-tHSM poster's baseline)."""
+    _no_options("random", similarity, options)
+    from .clusters import balanced_tree
+    return balanced_tree(np.random.default_rng(seed).permutation(len(vocab)), "random")
+
+
+@register_tree_builder("alphabetical")
+def alphabetical_tree(vocab, similarity=None, seed=1, **options) -> Tree:
+    """A balanced binary tree over the words in alphabetical order (the p-tHSM poster's)."""
+    _no_options("alphabetical", similarity, options)
+    from .clusters import balanced_tree
+    return balanced_tree(np.argsort(np.array(vocab.words, dtype=object), kind="stable"), "alphabetical")
 
 
 __all__ = ["TREE_BUILDERS", "make_tree", "register_tree_builder"]

@@ -1,0 +1,140 @@
+"""Bodies for class-based (clustered) output layers, Shen et al.'s self-organized HSM (§3).
+
+**Two-level form** (``predict`` / ``score``): P(w | h) = P(c(w) | h) P(w | c(w), h), a softmax
+over the C cluster vectors and one over the word vectors of w's cluster (eqs. 2-4), with h the
+input vector (skip-gram) or the context mean (CBOW). The layer's weights hold the cluster
+vectors in rows ``0 .. C-1`` and the word vectors in rows ``C .. C+V-1``. Every prediction also
+updates the layer's statistic q (eq. 9): ``q[w, c] <- lam[w] q[w, c] + (1 - lam[w]) log2 P(c|h)``
+for every cluster c, from the cluster distribution the forward pass computed anyway.
+
+``larg = (cluster_of, members, starts, q, lam)``: word -> cluster; the words of cluster c are
+``members[starts[c]:starts[c+1]]``; q (V x C, float32, or 0 x C for fixed clusters: no
+statistic) and the smoothing factors lam (V).
+
+**Binary form** (``observe_tree``): hierarchical softmax over a tree whose top part is a tree
+over the clusters (``clusters.cluster_tree``). P(c | h) for every cluster is the product of the
+branch probabilities down that top part; on a sample of the predictions the loop evaluates all
+of it (C - 1 dot products) and updates q the same way.
+"""
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from .common import log_sigmoid
+
+LOG2E = 1.0 / np.log(2.0)
+
+
+@numba.njit(inline="always", nogil=True)
+def _dot(h, weights, row, D):
+    s = 0.0
+    for d in range(D):
+        s += np.float64(h[d]) * np.float64(weights[row, d])
+    return s
+
+
+@numba.njit(inline="always", nogil=True)
+def _softmax_logs(scores, n):
+    """log of the softmax of ``scores[:n]``, in place; float64."""
+    top = scores[0]
+    for i in range(1, n):
+        if scores[i] > top:
+            top = scores[i]
+    total = 0.0
+    for i in range(n):
+        total += np.exp(scores[i] - top)
+    lse = top + np.log(total)
+    for i in range(n):
+        scores[i] -= lse
+
+
+@numba.njit(inline="always", nogil=True)
+def predict(h, w, weights, larg, alpha, err, state, D):
+    """One two-level prediction of ``w`` from ``h``: cluster softmax, in-cluster softmax, their
+    gradients (err = the input's error), and the q update. Returns (nll, state)."""
+    cluster_of, members, starts, q, lam = larg
+    C = starts.shape[0] - 1
+    c = cluster_of[w]
+    lo, hi = starts[c], starts[c + 1]
+    n = hi - lo
+    logp = np.empty(C, np.float64)
+    for j in range(C):
+        logp[j] = _dot(h, weights, j, D)
+    _softmax_logs(logp, C)
+    logq = np.empty(n, np.float64)
+    for m in range(n):
+        logq[m] = _dot(h, weights, C + members[lo + m], D)
+    _softmax_logs(logq, n)
+    nll = -logp[c]
+    for m in range(n):
+        if members[lo + m] == w:
+            nll -= logq[m]
+    if q.shape[0] > 0:  # fixed clusters pass an empty q: no statistic to keep
+        keep = lam[w]
+        for j in range(C):
+            q[w, j] = keep * q[w, j] + (1.0 - keep) * logp[j] * LOG2E
+    for d in range(D):
+        err[d] = 0.0
+    for j in range(C):
+        g = np.float32(((1.0 if j == c else 0.0) - np.exp(logp[j])) * alpha)
+        for d in range(D):
+            err[d] += g * weights[j, d]
+            weights[j, d] += g * h[d]
+    for m in range(n):
+        v = members[lo + m]
+        g = np.float32(((1.0 if v == w else 0.0) - np.exp(logq[m])) * alpha)
+        row = C + v
+        for d in range(D):
+            err[d] += g * weights[row, d]
+            weights[row, d] += g * h[d]
+    return nll, state
+
+
+@numba.njit(inline="always", nogil=True)
+def score(h, w, weights, larg, D):
+    """-log P(w | h) (``part == 0``) or only its cluster part -log P(c(w) | h) (``part == 1``),
+    exact float64, no update. ``larg = (cluster_of, members, starts, part)``."""
+    cluster_of, members, starts, part = larg
+    C = starts.shape[0] - 1
+    c = cluster_of[w]
+    logp = np.empty(C, np.float64)
+    for j in range(C):
+        logp[j] = _dot(h, weights, j, D)
+    _softmax_logs(logp, C)
+    nll = -logp[c]
+    if part == 0:
+        lo, hi = starts[c], starts[c + 1]
+        logq = np.empty(hi - lo, np.float64)
+        at = 0
+        for m in range(hi - lo):
+            logq[m] = _dot(h, weights, C + members[lo + m], D)
+            if members[lo + m] == w:
+                at = m
+        _softmax_logs(logq, hi - lo)
+        nll -= logq[at]
+    return nll
+
+
+@numba.njit(inline="always", nogil=True)
+def observe_tree(h, w, syn1, q, lam, top_row, top_child, D):
+    """Binary form: log2 P(c | h) for every cluster c from the top (cluster) part of the tree,
+    walked root first (``top_row[i]`` the output row of the i-th top node, ``top_child[i, b]``
+    the top-node index of its b-child, or ``-(cluster + 1)`` where the child is a cluster's
+    subtree); then the q update of the clusters in the tree (empty clusters keep their q)."""
+    n_top = top_row.shape[0]
+    keep = lam[w]
+    if n_top == 0:
+        return
+    logp = np.empty(n_top, np.float64)
+    logp[0] = 0.0
+    for i in range(n_top):
+        s = _dot(h, syn1, top_row[i], D)
+        for b in range(2):
+            lp = logp[i] + log_sigmoid(s if b == 0 else -s)
+            child = top_child[i, b]
+            if child >= 0:
+                logp[child] = lp
+            else:
+                c = -child - 1
+                q[w, c] = keep * q[w, c] + (1.0 - keep) * lp * LOG2E

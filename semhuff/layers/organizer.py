@@ -1,0 +1,189 @@
+"""Self-organization (Shen et al. §3.3-3.5), shared by the two-level and the binary clustered
+output layers: the statistic q, its smoothing, the greedy re-assignment every K words, and the
+record of what each re-assignment did.
+
+q(w, c) estimates g(w, c), the mean of log2 P(c | h) over the contexts h that precede w (eq. 8),
+by exponential smoothing of the samples the forward pass gives (eq. 9):
+``q <- lam(w) q + (1 - lam(w)) log2 P(c | h)``. The paper prints ``lam(w) = 1 / f_w`` (eq. 10),
+which makes q of a word seen f times almost only its latest sample (the weight of everything
+before is 1/f). Two readings are offered (``smoothing``):
+
+* ``"printed"``: lam = 1 / f_w, as printed;
+* ``"epoch"``: lam = 1 - 1 / m_w with m_w the number of samples w is expected to give in one
+  epoch (its count x its down-sampling keep rate x the share of its centres sampled): q
+  averages about the last epoch of samples; this reads eq. 10 as lam = 1 - 1/f_w, f_w counted
+  in samples;
+* ``"interval"``: the same with m_w the samples expected between two re-assignments (K
+  words): q averages the samples taken under the current clusters, the E-step of the paper's
+  EM view (§3.5) on the model of the last M-step.
+
+q starts at log2(1/C) (no cluster preferred). Every K input words (a hook, on quiescent
+weights) the words are re-assigned by the greedy Algorithm 1 (``clusters.greedy_assign``):
+words in descending frequency take their best cluster that still has room (at most
+gamma x sqrt(V) words, token share below the budget f_b).
+
+Which q the greedy ranks by (``criterion``). q(w, c) = E[log2 P(c | h) | w] holds the prior of
+cluster c as well as w's affinity to it: a cluster the model predicts often scores high for
+every word. Ranked as printed (``"log-prob"``), the first words in frequency order take the
+most-predicted clusters whatever their contexts; on a corpus with planted word classes this
+leaves the classes mixed (docs/self_organized.md), because with skip-gram's one-word contexts
+P(c | h) is flat enough for the prior to dominate. ``"lift"`` ranks by q(w, c) minus the
+token-weighted mean of q(., c) over all words: how much more c is predicted around w than
+around words in general.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import time
+from typing import Dict, List, Optional
+
+import numpy as np
+
+from ..errors import OptionError
+from ..hooks import Hook
+from ..trees.clusters import (cluster_capacity, check_clusters, default_clusters, greedy_assign,
+                              initial_clusters)
+
+logger = logging.getLogger(__name__)
+
+SMOOTHINGS = ("interval", "epoch", "printed")
+CRITERIA = ("lift", "log-prob")
+DEFAULT_REASSIGN_EVERY = 1_000_000
+HISTORY_FIELDS = ("words_done", "epoch", "changed_share", "changed_mass", "fallback",
+                  "rows_kept", "seconds", "cluster_ppl", "in_cluster_ppl", "ppl")
+
+
+class SelfOrganizer:
+    """The learned clustering of one layer. ``cluster_of`` is the current assignment; ``q`` and
+    ``lam`` are handed to the kernels; ``history`` has one row per re-assignment."""
+
+    def __init__(self, clusters: Optional[int] = None, reassign_every: int = DEFAULT_REASSIGN_EVERY,
+                 cluster_init: str = "random", smoothing: str = "epoch", criterion: str = "lift",
+                 gamma: float = 1.5, freq_budget: float = 0.1, seed: int = 1):
+        if criterion not in CRITERIA:
+            raise OptionError(f"criterion must be one of {', '.join(CRITERIA)}, got {criterion!r}")
+        if smoothing not in SMOOTHINGS:
+            raise OptionError(f"smoothing must be one of {', '.join(SMOOTHINGS)}, got {smoothing!r}")
+        if not isinstance(reassign_every, (int, np.integer)) or reassign_every < 1:
+            raise OptionError(f"reassign_every must be a positive number of words, got {reassign_every!r}")
+        if not gamma >= 1.0:
+            raise OptionError(f"gamma must be >= 1 (clusters of up to gamma x sqrt(V) words), got {gamma!r}")
+        if not 0.0 < freq_budget <= 1.0:
+            raise OptionError(f"freq_budget must be in (0, 1], got {freq_budget!r}")
+        if cluster_init not in ("random", "frequency"):
+            raise OptionError(f"cluster_init must be 'random' or 'frequency', got {cluster_init!r}")
+        self.clusters = clusters
+        self.reassign_every = int(reassign_every)
+        self.cluster_init = cluster_init
+        self.smoothing = smoothing
+        self.criterion = criterion
+        self.gamma = float(gamma)
+        self.freq_budget = float(freq_budget)
+        self.seed = int(seed)
+        self.cluster_of: Optional[np.ndarray] = None
+        self.q: Optional[np.ndarray] = None
+        self.lam: Optional[np.ndarray] = None
+        self.history = np.zeros((0, len(HISTORY_FIELDS)))
+
+    @property
+    def n_clusters(self) -> int:
+        return int(self.clusters)
+
+    def start(self, counts) -> None:
+        """Initial clusters and a flat q for a fresh layer over words with these counts."""
+        V = len(counts)
+        self.clusters = check_clusters(self.clusters or default_clusters(V), V)
+        self.cluster_of = initial_clusters(self.cluster_init, counts, self.clusters, self.seed)
+        self.q = np.full((V, self.clusters), -math.log2(self.clusters), dtype=np.float32)
+        self.lam = np.zeros(V, dtype=np.float32)
+
+    def set_smoothing(self, counts, keep_prob, sampled_share, words_per_epoch: float) -> None:
+        """lam per word for this training run (``sampled_share``: the share of a word's centres
+        whose cluster distribution is evaluated: 1 for the two-level form)."""
+        f = np.maximum(np.asarray(counts, np.float64), 1.0)
+        if self.smoothing == "printed":
+            lam = 1.0 / f
+        else:
+            samples = f * np.asarray(keep_prob, np.float64) * sampled_share
+            if self.smoothing == "interval":
+                samples *= min(1.0, self.reassign_every / max(words_per_epoch, 1.0))
+            lam = 1.0 - 1.0 / np.maximum(samples, 1.0)
+        self.lam[:] = lam.astype(np.float32)
+
+    def reassign(self, counts) -> Dict[str, float]:
+        """Algorithm 1 on the current q; returns what changed."""
+        V, C = self.q.shape
+        counts = np.asarray(counts, np.float64)
+        ranking = self.q
+        if self.criterion == "lift":
+            ranking = self.q - (counts @ self.q / counts.sum()).astype(np.float32)
+        new, fallback = greedy_assign(ranking, counts, C, cluster_capacity(V, C, self.gamma),
+                                      self.freq_budget)
+        changed = new != self.cluster_of
+        info = {"changed_share": float(changed.mean()),
+                "changed_mass": float(counts[changed].sum() / counts.sum()),
+                "fallback": float(fallback)}
+        self.cluster_of = new
+        return info
+
+    def record(self, row: Dict[str, float]) -> None:
+        self.history = np.vstack([self.history, [row.get(k, np.nan) for k in HISTORY_FIELDS]])
+
+    def history_dict(self) -> Dict[str, np.ndarray]:
+        return {k: self.history[:, i] for i, k in enumerate(HISTORY_FIELDS)}
+
+    # -- state -------------------------------------------------------------------------------
+    def config(self) -> dict:
+        return {"clusters": self.clusters, "reassign_every": self.reassign_every,
+                "cluster_init": self.cluster_init, "smoothing": self.smoothing,
+                "criterion": self.criterion,
+                "gamma": self.gamma, "freq_budget": self.freq_budget, "seed": self.seed}
+
+    def arrays(self) -> Dict[str, np.ndarray]:
+        return {"cluster_of": self.cluster_of, "q": self.q, "lam": self.lam,
+                "history": self.history}
+
+    def load_arrays(self, arrays) -> None:
+        self.cluster_of = np.ascontiguousarray(arrays["cluster_of"], np.int32)
+        self.q = np.ascontiguousarray(arrays["q"], np.float32)
+        self.lam = np.ascontiguousarray(arrays["lam"], np.float32)
+        self.history = np.asarray(arrays["history"], np.float64).reshape(-1, len(HISTORY_FIELDS))
+
+
+class ReassignHook(Hook):
+    """Every ``reassign_every`` words: the layer re-assigns its words (``layer.reorganize``);
+    at the start of training it sets its smoothing for this run (``layer.prepare``)."""
+
+    def __init__(self, layer, every: int, heldout=None):
+        self.layer = layer
+        self.every_words = every
+        self.heldout = heldout
+
+    def on_train_begin(self, context) -> None:
+        self.layer.prepare(context)
+
+    def on_words(self, context) -> None:
+        started = time.perf_counter()
+        row = {"words_done": context.words_done, "epoch": context.epoch}
+        if self.heldout is not None:
+            row.update(self.layer.diagnose(context, self.heldout))
+        row.update(self.layer.reorganize(context))
+        row["seconds"] = time.perf_counter() - started
+        self.layer.organizer.record(row)
+        logger.info("re-assigned clusters at %d words: %.1f%% of the words (%.1f%% of the tokens) "
+                    "moved%s", context.words_done, 100 * row["changed_share"],
+                    100 * row["changed_mass"],
+                    f"; held-out cluster perplexity {row['cluster_ppl']:.1f}"
+                    if "cluster_ppl" in row else "")
+
+
+def organizer_options(options: dict) -> dict:
+    """The SelfOrganizer's settings among a layer's options (the rest is refused by the caller)."""
+    keys = ("clusters", "reassign_every", "cluster_init", "smoothing", "criterion", "gamma",
+            "freq_budget")
+    return {k: options.pop(k) for k in keys if k in options}
+
+
+def history_rows(history: np.ndarray) -> List[dict]:
+    return [dict(zip(HISTORY_FIELDS, map(float, row))) for row in history]

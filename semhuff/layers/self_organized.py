@@ -1,0 +1,239 @@
+"""The binary self-organized tree: hierarchical softmax over the learned clusters as a binary tree
+(a Huffman tree over the clusters by token mass, a Huffman tree inside each cluster), trained at
+about Huffman's cost, re-organized every K words (``organizer.SelfOrganizer``).
+
+The statistic q needs the full cluster distribution P(c | h), which a binary tree only gives by
+evaluating every node of its cluster part (C - 1 dot products, against ~10 for a prediction).
+So it is gathered on a sample of the centres: a word's centres are sampled with probability
+min(1, s / (f_w keep_w)), i.e. about ``samples_per_word`` = s of its (down-sampled) occurrences
+per epoch, every context of a sampled centre giving one sample. Frequent and rare words thus
+get evidence alike, at a cost that does not grow with the corpus.
+
+What happens to the output rows when the clusters change. A row is a binary classifier between
+the two sets of leaves under its node. After a re-assignment the tree is rebuilt; a new node
+keeps the row of an old node that splits *the same two sets* (negated if the two sides swapped):
+in the cluster part the sets are sets of cluster ids (a cluster keeps its id whoever its
+members), inside a cluster they are sets of words. Every other row starts from zero, as word2vec
+starts the output layer. So unchanged clusters keep their whole subtree, and the cluster part
+keeps every split the new Huffman tree over the clusters repeats.
+"""
+from __future__ import annotations
+
+from typing import Dict, Tuple
+
+import numba
+import numpy as np
+
+from ..errors import OptionError
+from ..kernels import loop
+from ..tree import Tree
+from ..trees.clusters import cluster_tree
+from .diagnostics import ClusterDiagnostics
+from .hs import HierarchicalSoftmax
+from .organizer import ReassignHook, SelfOrganizer, organizer_options
+
+DEFAULT_SAMPLES_PER_WORD = 2.0
+
+
+def top_part(tree: Tree, cluster_of: np.ndarray, cluster_depth: np.ndarray
+             ) -> Tuple[np.ndarray, np.ndarray]:
+    """The cluster part of ``tree`` root first: ``top_row[i]`` the output row of the i-th node,
+    ``top_child[i, b]`` the index of its b-child among them, or ``-(cluster + 1)`` where the
+    child is a cluster's subtree (for a one-word cluster, the word's leaf)."""
+    V = tree.n_words
+    roots = subtree_roots(tree.parent, cluster_depth.astype(np.int64))
+    cluster_at = dict(zip(roots.tolist(), np.asarray(cluster_of).tolist()))
+    if tree.root in cluster_at:  # a single cluster: no cluster part
+        return np.zeros(0, np.int32), np.zeros((0, 2), np.int32)
+    children = np.full((V - 1, 2), -1, np.int64)
+    nodes = np.flatnonzero(tree.parent >= 0)
+    children[tree.parent[nodes] - V, tree.branch[nodes]] = nodes
+    order, top_child = [tree.root], []
+    for node in order:  # breadth first: the list grows while it is walked
+        row = []
+        for child in children[node - V].tolist():
+            if child in cluster_at:
+                row.append(-(cluster_at[child] + 1))
+            else:
+                row.append(len(order))
+                order.append(child)
+        top_child.append(row)
+    return np.array(order, np.int32) - V, np.array(top_child, np.int32)
+
+
+@numba.njit(cache=True, nogil=True)
+def subtree_roots(parent, cluster_depth):
+    """Per word, the node ``cluster_depth[w]`` levels below the root on its path: the root of
+    its cluster's subtree."""
+    V = cluster_depth.shape[0]
+    out = np.empty(V, np.int64)
+    for w in range(V):
+        depth = 0
+        node = w
+        while parent[node] >= 0:
+            depth += 1
+            node = parent[node]
+        node = w
+        for _ in range(depth - cluster_depth[w]):
+            node = parent[node]
+        out[w] = node
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _split_keys(parent, branch, n_words, word_key, root_key, n_top):
+    # Children before parents: every node's key sums are complete when its parent is reached.
+    # Inner nodes V .. V + n_top - 1 are the cluster part (cluster_tree's layout): their sums
+    # run over cluster keys (entered at the subtree roots), the others' over word keys.
+    n = parent.shape[0]
+    depth = np.zeros(n, np.int64)
+    for v in range(n):
+        node = v
+        while parent[node] >= 0:
+            depth[v] += 1
+            node = parent[node]
+    word_sum = np.zeros(n, np.uint64)
+    cluster_sum = root_key.copy()
+    word_sum[:n_words] = word_key
+    keys = np.zeros((n_words - 1, 2), np.uint64)
+    for v in np.argsort(-depth):
+        p = parent[v]
+        if p < 0:
+            continue
+        row = p - n_words
+        keys[row, branch[v]] = cluster_sum[v] if row < n_top else word_sum[v]
+        word_sum[p] += word_sum[v]
+        if root_key[p] == 0:
+            cluster_sum[p] += cluster_sum[v]
+    return keys
+
+
+def split_keys(tree: Tree, cluster_of: np.ndarray, cluster_depth: np.ndarray,
+               word_keys: np.ndarray, cluster_keys: np.ndarray) -> np.ndarray:
+    """(n_inner, 2): random-key sums of the two leaf sets under every inner node of a tree from
+    ``cluster_tree``: sets of clusters in the cluster part, sets of words inside the clusters."""
+    V = tree.n_words
+    roots = subtree_roots(tree.parent, cluster_depth.astype(np.int64))
+    root_key = np.zeros(2 * V - 1, np.uint64)
+    root_key[roots] = cluster_keys[cluster_of]
+    n_top = np.unique(cluster_of).size - 1
+    return _split_keys(tree.parent, tree.branch, V, word_keys, root_key, n_top)
+
+
+def remap_rows(old_keys: np.ndarray, new_keys: np.ndarray, weights: np.ndarray) -> Tuple[np.ndarray, int]:
+    """New output rows: a node that splits the same two leaf sets as an old one keeps its row
+    (negated when the sides swapped), the others start at zero. Returns (rows, kept)."""
+    old = {}
+    for row, (a, b) in enumerate(old_keys.tolist()):
+        old[(a, b)] = (row, np.float32(1.0))
+        old.setdefault((b, a), (row, np.float32(-1.0)))
+    out = np.zeros_like(weights)
+    kept = 0
+    for row, key in enumerate(new_keys.tolist()):
+        hit = old.get(tuple(key))
+        if hit is not None:
+            out[row] = weights[hit[0]] * hit[1]
+            kept += 1
+    return out, kept
+
+
+class SelfOrganizedHS(ClusterDiagnostics, HierarchicalSoftmax):
+    body = loop.SO_HS
+    options = ("hs_order", "seed")
+
+    def __init__(self, tree: Tree, cluster_depth: np.ndarray, order: str = "mixed",
+                 organizer: SelfOrganizer = None, samples_per_word: float = DEFAULT_SAMPLES_PER_WORD):
+        super().__init__(tree, order)
+        if not samples_per_word > 0:
+            raise OptionError(f"samples_per_word must be > 0, got {samples_per_word!r}")
+        self.organizer = organizer if organizer is not None else SelfOrganizer()
+        self.samples_per_word = float(samples_per_word)
+        self.sample_thr = np.zeros(tree.n_words, np.uint32)
+        self._keys = np.random.default_rng(self.organizer.seed)
+        self._use_tree(tree, np.asarray(cluster_depth, np.int32))
+
+    @classmethod
+    def create(cls, vocab, hs_order="mixed", seed=1, samples_per_word=DEFAULT_SAMPLES_PER_WORD,
+               heldout=None, heldout_tokens=20_000, **options):
+        organizer = SelfOrganizer(seed=seed, **organizer_options(options))
+        if options:
+            raise OptionError(f"unknown option(s) for a self-organized tree: {', '.join(sorted(options))}")
+        if len(vocab) < 2:
+            raise OptionError("hierarchical softmax needs at least 2 words in the vocabulary")
+        organizer.start(vocab.counts)
+        tree, depth = cluster_tree(organizer.cluster_of, vocab.counts, organizer.n_clusters,
+                                   kind="self-organized")
+        layer = cls(tree, depth, hs_order, organizer, samples_per_word)
+        layer.set_heldout(vocab, heldout, heldout_tokens)
+        return layer
+
+    def _use_tree(self, tree: Tree, cluster_depth: np.ndarray) -> None:
+        self.tree, self.cluster_depth = tree, cluster_depth
+        self.top_row, self.top_child = top_part(tree, self.organizer.cluster_of, cluster_depth)
+
+    def kernel_args(self):
+        t, o = self.tree, self.organizer
+        return (t.points, t.codes, t.lengths, o.q, o.lam, self.sample_thr, self.top_row,
+                self.top_child)
+
+    def score_args(self, part: int = 0):
+        t = self.tree
+        return (t.points, t.codes, self.cluster_depth if part else t.lengths)
+
+    # -- self-organization -----------------------------------------------------------------------
+    def hooks(self):
+        return [ReassignHook(self, self.organizer.reassign_every, self.heldout_chunks)]
+
+    def prepare(self, context) -> None:
+        """Sampling rates and smoothing for this run's counts and down-sampling."""
+        occurrences = np.maximum(np.asarray(context.counts, np.float64) * context.keep_prob, 1e-12)
+        share = np.minimum(1.0, self.samples_per_word / occurrences)
+        self.sample_thr[:] = np.minimum(np.round(share * 2.0 ** 32), 2.0 ** 32 - 1).astype(np.uint32)
+        self.organizer.set_smoothing(context.counts, context.keep_prob, share,
+                                        context.total_words / context.epochs)
+
+    def reorganize(self, context) -> Dict[str, float]:
+        o = self.organizer
+        V = self.tree.n_words
+        word_keys = self._keys.integers(1, 2 ** 63, size=V, dtype=np.uint64)
+        cluster_keys = self._keys.integers(1, 2 ** 63, size=o.n_clusters, dtype=np.uint64)
+        old_keys = split_keys(self.tree, o.cluster_of, self.cluster_depth, word_keys, cluster_keys)
+        info = o.reassign(context.counts)
+        tree, depth = cluster_tree(o.cluster_of, context.counts, o.n_clusters, kind="self-organized")
+        new_keys = split_keys(tree, o.cluster_of, depth, word_keys, cluster_keys)
+        self.weights[:], kept = remap_rows(old_keys, new_keys, self.weights)
+        self._use_tree(tree, depth)
+        context.layer_changed()
+        info["rows_kept"] = kept / max(V - 1, 1)
+        return info
+
+    # -- state -------------------------------------------------------------------------------------
+    def config(self):
+        return {"order": self.order, "samples_per_word": self.samples_per_word,
+                "organizer": self.organizer.config()}
+
+    @classmethod
+    def from_state(cls, config, arrays):
+        organizer = SelfOrganizer(**config["organizer"])
+        organizer.load_arrays(arrays)
+        layer = cls(Tree.from_arrays(arrays), arrays["cluster_depth"], config["order"], organizer,
+                    config["samples_per_word"])
+        layer.load_arrays(arrays)
+        return layer
+
+    def arrays(self):
+        return {**super().arrays(), **self.organizer.arrays(), "sample_thr": self.sample_thr,
+                "cluster_depth": self.cluster_depth}
+
+    def load_arrays(self, arrays):
+        super().load_arrays(arrays)
+        self.organizer.load_arrays(arrays)
+        self.sample_thr = np.ascontiguousarray(arrays["sample_thr"], np.uint32)
+
+    def cluster_assignment(self) -> np.ndarray:
+        return self.organizer.cluster_of
+
+    def describe(self):
+        return (f"hierarchical softmax over a self-organized tree ({self.organizer.n_clusters} "
+                f"clusters re-assigned every {self.organizer.reassign_every:,} words, max depth "
+                f"{self.tree.max_depth}, {self.order} order)")

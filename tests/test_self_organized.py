@@ -1,0 +1,275 @@
+"""Clustered output layers and self-organization (Shen et al.): normalised probabilities in both
+forms, one SGD step and the statistic against float64 references, the greedy assignment against
+a naive one, recovery of planted word classes, and the trees and baselines."""
+import math
+
+import numba
+import numpy as np
+import pytest
+
+import naive
+from semhuff import Word2Vec
+from semhuff.errors import OptionError
+from semhuff.hooks import HookContext
+from semhuff.kernels import classes, hs, loop
+from semhuff.layers import ClassSoftmax, SelfOrganizedHS
+from semhuff.layers.organizer import SelfOrganizer
+from semhuff.layers.self_organized import remap_rows, split_keys
+from semhuff.trees import make_tree
+from semhuff.trees.clusters import (agreement, balanced_tree, cluster_capacity, cluster_tree,
+                                    frequency_binning, greedy_assign)
+from semhuff.vocab import Vocab
+
+DIM = 8
+
+
+@numba.njit
+def _class_log_prob(h, w, weights, larg):
+    return -classes.score(h, w, weights, larg, h.shape[0])
+
+
+@numba.njit
+def _tree_log_prob(h, w, weights, larg):
+    return -hs.score_path(h, w, weights, larg, h.shape[0])
+
+
+def _vocab(n=40, seed=0):
+    counts = np.sort(np.random.default_rng(seed).integers(5, 500, n))[::-1]
+    return Vocab([f"w{i}" for i in range(n)], counts, int(counts.sum()))
+
+
+def _clusters(vocab, n_clusters=6, seed=1):
+    return np.random.default_rng(seed).integers(0, n_clusters, len(vocab)).astype(np.int32)
+
+
+# -- probabilities -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("form", ["two-level", "binary"])
+def test_probabilities_over_the_vocabulary_sum_to_one(form):
+    vocab = _vocab()
+    cluster_of = _clusters(vocab)
+    rng = np.random.default_rng(3)
+    h = rng.standard_normal(DIM).astype(np.float32)
+    if form == "two-level":
+        layer = ClassSoftmax("random", SelfOrganizer(clusters=6))
+        layer.organizer.start(vocab.counts)
+        layer.organizer.cluster_of = cluster_of
+        layer._refresh()
+        weights = rng.standard_normal((6 + len(vocab), DIM)).astype(np.float32)
+        logp = [_class_log_prob(h, w, weights, layer.score_args(0)) for w in range(len(vocab))]
+    else:
+        tree, _ = cluster_tree(cluster_of, vocab.counts, 6)
+        tree.validate()
+        weights = rng.standard_normal((len(vocab) - 1, DIM)).astype(np.float32)
+        logp = [_tree_log_prob(h, w, weights, (tree.points, tree.codes, tree.lengths))
+                for w in range(len(vocab))]
+    assert sum(math.exp(x) for x in logp) == pytest.approx(1.0, rel=1e-9)
+
+
+def test_cluster_part_of_the_score_is_the_cluster_probability():
+    """Both forms' ``score_args(1)`` score -log P(c(w) | h); the cluster probabilities sum to 1."""
+    vocab = _vocab()
+    cluster_of = _clusters(vocab)
+    tree, depth = cluster_tree(cluster_of, vocab.counts, 6)
+    rng = np.random.default_rng(4)
+    h = rng.standard_normal(DIM).astype(np.float32)
+    weights = rng.standard_normal((len(vocab) - 1, DIM)).astype(np.float32)
+    expected = naive.cluster_log2_probs(h.astype(np.float64), tree.parent, tree.branch,
+                                        len(vocab), cluster_of, weights.astype(np.float64))
+    for w in range(len(vocab)):
+        got = _tree_log_prob(h, w, weights, (tree.points, tree.codes, depth)) / math.log(2)
+        assert got == pytest.approx(expected[cluster_of[w]], rel=1e-9, abs=1e-12)
+    assert sum(2.0 ** v for v in expected.values()) == pytest.approx(1.0, rel=1e-9)
+
+
+# -- one SGD step and the statistic ------------------------------------------------------------------
+
+SENTENCE = np.array([0, 3, 1, 4, 1, 2, 5, 7, 0], dtype=np.int32)
+
+
+@pytest.mark.parametrize("sg", [True, False], ids=["skipgram", "cbow"])
+def test_two_level_step_and_statistic_match_the_reference(sg):
+    V, C, alpha, window = 9, 3, 0.2, 2
+    cluster_of = np.array([0, 1, 2, 0, 1, 2, 0, 1, 2], np.int32)
+    layer = ClassSoftmax("self-organized", SelfOrganizer(clusters=C))
+    counts = np.arange(V, 0, -1) * 10
+    layer.organizer.start(counts)
+    layer.organizer.cluster_of = cluster_of
+    layer.organizer.lam[:] = np.linspace(0.1, 0.9, V)
+    layer._refresh()
+    rng = np.random.default_rng(5)
+    syn0 = (rng.standard_normal((V, DIM)) * 0.5).astype(np.float32)
+    out = (rng.standard_normal((C + V, DIM)) * 0.5).astype(np.float32)
+    q_ref = layer.organizer.q.astype(np.float64).copy()
+    a0, a1 = syn0.copy(), out.copy()
+    loss, _, _ = loop.kernel(sg, DIM, loop.CLASS)(
+        SENTENCE, np.array([len(SENTENCE)], np.int64), a0, a1, layer.kernel_args(), loop.no_stats(),
+        np.full(V, 0xFFFFFFFF, np.uint32), window, False, alpha, alpha, 0, 1, np.uint64(1))
+    predictor = naive.class_predictor(cluster_of, C, alpha, q_ref, layer.organizer.lam.astype(np.float64))
+    architecture = naive.skipgram if sg else naive.cbow
+    e0, e1, e_loss = architecture(SENTENCE.tolist(), syn0, out, window, predictor)
+    np.testing.assert_allclose(a0, e0, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(a1, e1, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(layer.organizer.q, q_ref, rtol=1e-5, atol=1e-5)
+    assert loss == pytest.approx(e_loss, rel=1e-6)
+
+
+def test_binary_statistic_matches_the_cluster_distribution():
+    """The SO_HS body's sampled statistic: with every centre sampled and lam = 0, q[w] is
+    log2 P(c | h) of the last context h that predicted w (here one sentence, one pair)."""
+    vocab = _vocab(20)
+    layer = SelfOrganizedHS.create(vocab, seed=2, clusters=4)
+    layer.allocate(len(vocab), DIM)
+    rng = np.random.default_rng(6)
+    layer.weights[:] = rng.standard_normal(layer.weights.shape).astype(np.float32)
+    layer.sample_thr[:] = 0xFFFFFFFF
+    layer.organizer.lam[:] = 0.0
+    syn0 = rng.standard_normal((len(vocab), DIM)).astype(np.float32)
+    centre, context = 3, 7
+    h = syn0[context].astype(np.float64)
+    t = layer.tree
+    expected = naive.cluster_log2_probs(h, t.parent, t.branch, len(vocab), layer.organizer.cluster_of,
+                                        layer.weights.astype(np.float64))
+    loop.kernel(True, DIM, loop.SO_HS)(np.array([centre, context], np.int32), np.array([2], np.int64),
+                                       syn0, layer.weights, layer.kernel_args(), loop.no_stats(),
+                                       np.full(len(vocab), 0xFFFFFFFF, np.uint32), 1, False, 0.0,
+                                       0.0, 0, 1, np.uint64(1))
+    for c, value in expected.items():
+        assert layer.organizer.q[centre, c] == pytest.approx(value, rel=1e-5)
+
+
+# -- the greedy assignment ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("seed", range(4))
+def test_greedy_assignment_equals_the_naive_one_and_respects_both_limits(seed):
+    rng = np.random.default_rng(seed)
+    V, C = 300, 17
+    q = rng.integers(-8, 0, (V, C)).astype(np.float32)  # many ties
+    counts = np.sort(rng.zipf(1.3, V).astype(np.float64))[::-1]
+    cap, budget = cluster_capacity(V, C, 1.5), 0.1
+    got, fallback = greedy_assign(q, counts, C, cap, budget)
+    assert got.tolist() == naive.greedy_assign(q, counts, C, cap, budget)
+    sizes = np.bincount(got, minlength=C)
+    assert sizes.max() <= cap
+    # the budget is checked before a word joins: a cluster ends over it by at most its last word
+    share = counts / counts.sum()
+    for c in range(C):
+        words = np.flatnonzero(got == c)
+        if words.size:
+            assert share[words[:-1]].sum() < budget or fallback
+
+
+# -- planted classes -------------------------------------------------------------------------------
+
+def planted_corpus(n_classes=6, per_class=12, n_sentences=2500, length=12, noise=0.1, seed=0):
+    """Each sentence draws its words from one class (uniform over its words), with a share
+    ``noise`` of words from any class: the words of one class share their contexts, and only
+    the contexts tell the classes apart (every word has about the same frequency)."""
+    rng = np.random.default_rng(seed)
+    sentences = []
+    for _ in range(n_sentences):
+        topic = rng.integers(n_classes)
+        classes = np.where(rng.random(length) < noise, rng.integers(n_classes, size=length), topic)
+        sentences.append([f"c{c}w{rng.integers(per_class)}" for c in classes])
+    return sentences
+
+
+@pytest.mark.parametrize("loss,extra", [("class", {}), ("hs", {"samples_per_word": 50})],
+                         ids=["two-level", "binary"])
+def test_self_organization_recovers_planted_classes(loss, extra):
+    """From random clusters, re-assigned every 10k words (the budget allows one class, 1/6 of
+    the tokens, a cluster; gamma 1.5 allows 13 words, a class has 12). The binary form samples
+    more centres than its default: this corpus is tiny."""
+    sentences = planted_corpus()
+    model = Word2Vec(sentences, loss=loss, tree="self-organized", vector_size=16, window=2,
+                     min_count=1, sample=0, epochs=6, workers=1, seed=3, progress=False,
+                     chunk_words=2_000, layer_options=dict(clusters=6, reassign_every=10_000,
+                                                           freq_budget=0.2, **extra))
+    planted = [int(w[1:].split("w")[0]) for w in model.vocab.words]
+    history = model.layer.organizer.history_dict()
+    score = agreement(planted, model.layer.cluster_assignment())
+    print(f"{loss}: adjusted Rand index {score:.3f} after {len(history['changed_share'])} re-assignments")
+    assert score >= 0.9
+    assert history["changed_share"][0] > 0.5 > history["changed_share"][-1]  # it settles
+    assert agreement(planted, frequency_binning(model.vocab.counts, 6)) < 0.2  # not trivial
+
+
+# -- trees, baselines, persistence -------------------------------------------------------------------
+
+def test_cluster_tree_keeps_each_cluster_in_one_subtree():
+    vocab = _vocab(60)
+    cluster_of = _clusters(vocab, 7)
+    tree, depth = cluster_tree(cluster_of, vocab.counts, 7)
+    tree.validate()
+    paths = naive.paths(tree.parent, tree.branch, len(vocab))
+    for w in range(len(vocab)):
+        for v in range(len(vocab)):
+            shared = paths[w][:depth[w]] == paths[v][:depth[w]]
+            assert shared == (cluster_of[w] == cluster_of[v]) or depth[w] == len(paths[w])
+
+
+def test_balanced_baselines():
+    vocab = _vocab(100)
+    for kind in ("random", "alphabetical"):
+        tree = make_tree(kind, vocab, seed=4)
+        tree.validate()
+        assert tree.lengths.max() - tree.lengths.min() <= 1 and tree.kind == kind
+    assert balanced_tree(np.arange(5), "x").lengths.tolist() == [3, 3, 2, 2, 2]
+    assert balanced_tree(np.arange(8), "x").lengths.tolist() == [3] * 8
+    assert make_tree("random", vocab, seed=1).parent.tolist() != make_tree("random", vocab, seed=2).parent.tolist()
+
+
+def test_frequency_binning_spreads_the_mass():
+    counts = (1e6 / np.arange(1, 5001)).astype(np.int64)  # Zipf's law
+    bins = frequency_binning(counts, 20)
+    mass = np.bincount(bins, weights=counts, minlength=20) / counts.sum()
+    assert bins.tolist() == sorted(bins.tolist())  # frequent words first
+    sizes = np.bincount(bins, minlength=20)
+    assert np.all(sizes > 0) and sizes[0] == 1 and sizes[-1] > 1000  # no empty class
+    assert mass.max() < 0.12 and np.all(mass[5:] > 0.02)  # about 1/20 each once words are small
+
+
+def test_row_remap_keeps_unchanged_splits():
+    vocab = _vocab(50)
+    before = _clusters(vocab, 5)
+    after = before.copy()
+    after[:3] = (after[:3] + 1) % 5  # three words move
+    t0, d0 = cluster_tree(before, vocab.counts, 5)
+    t1, d1 = cluster_tree(after, vocab.counts, 5)
+    rng = np.random.default_rng(0)
+    wk, ck = rng.integers(1, 2 ** 63, 50, dtype=np.uint64), rng.integers(1, 2 ** 63, 5, dtype=np.uint64)
+    weights = rng.standard_normal((49, 4)).astype(np.float32)
+    same, kept_same = remap_rows(split_keys(t0, before, d0, wk, ck), split_keys(t0, before, d0, wk, ck), weights)
+    assert kept_same == 49 and np.array_equal(same, weights)
+    new, kept = remap_rows(split_keys(t0, before, d0, wk, ck), split_keys(t1, after, d1, wk, ck), weights)
+    assert 0 < kept < 49
+    untouched = [c for c in range(5) if set(np.flatnonzero(before == c)) == set(np.flatnonzero(after == c))]
+    assert untouched  # some clusters kept every word, so their inner rows must survive
+
+
+@pytest.mark.parametrize("options", [dict(loss="class"), dict(loss="hs", tree="self-organized")])
+def test_save_load_continue_and_options(tmp_path, lee_path, options):
+    settings = dict(vector_size=12, min_count=5, epochs=1, workers=1, progress=False,
+                    chunk_words=5_000, layer_options=dict(reassign_every=20_000, clusters=20))
+    model = Word2Vec(lee_path, **options, **settings)
+    assert len(model.layer.organizer.history) >= 2
+    model.save(tmp_path / "m.npz")
+    back = Word2Vec.load(tmp_path / "m.npz", progress=False)
+    assert type(back.layer) is type(model.layer)
+    for name, array in model.layer.arrays().items():
+        np.testing.assert_array_equal(back.layer.arrays()[name], array, err_msg=name)
+    model.train(lee_path, epochs=1)
+    back.train(lee_path, epochs=1)
+    np.testing.assert_array_equal(back.syn0, model.syn0)
+    np.testing.assert_array_equal(back.layer.cluster_assignment(), model.layer.cluster_assignment())
+    report = back.score(lee_path, clusters=True)
+    assert report.cluster_perplexity * report.in_cluster_perplexity == pytest.approx(report.perplexity)
+    with pytest.raises(OptionError, match="unknown option"):
+        Word2Vec(lee_path, **options, **{**settings, "layer_options": {"colour": 1}})
+
+
+def test_self_organized_options_refused_for_fixed_trees(lee_path):
+    with pytest.raises(OptionError, match="self-organized"):
+        Word2Vec(lee_path, loss="hs", tree="huffman", layer_options={"reassign_every": 10})
+    with pytest.raises(OptionError, match="only apply"):
+        Word2Vec(lee_path, loss="class", tree="frequency", layer_options={"reassign_every": 10})
