@@ -16,7 +16,7 @@ from typing import List, Optional
 
 from semhuff.devices import DEVICES
 from semhuff.errors import TreeError
-from semhuff.io_utils import check_writable
+from semhuff.io_utils import check_writable, is_stdout
 from semhuff.layers import OUTPUT_LAYERS
 from semhuff.model import Word2Vec, default_workers
 from semhuff.tree import load_tree_file
@@ -157,7 +157,7 @@ def _use_tree_file(model, corpus, path: str) -> None:
 
 
 def _print_summary(model, report, args, fmt, seconds):
-    out = sys.stdout
+    out = sys.stderr if is_stdout(args.output) else sys.stdout  # -o /dev/stdout: vectors only
     print(f"vocabulary: {len(model.vocab):,} words (min_count {model.min_count}) from "
           f"{model.vocab.total_tokens:,} tokens", file=out)
     print(f"model: {'skip-gram' if model.sg else 'CBOW'}, {model.layer.describe()}, "
