@@ -103,6 +103,7 @@ def _notes(report: Report) -> list[str]:
                          + ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in problems.items()))
     notes += _pos_baselines(report)
     notes += report.skipped
+    notes += [f"FAILED: {message}" for message in report.failed]
     return ([""] + notes) if notes else []
 
 
@@ -124,6 +125,7 @@ def to_json(report: Report) -> dict:
         "seconds": round(report.seconds, 3),
         "settings": report.settings,
         "skipped": report.skipped,
+        "failed": report.failed,
         "models": [
             {**{k: v for k, v in dataclasses.asdict(m).items() if k != "scores"},
              "scores": [s.to_dict() for s in m.scores]}
