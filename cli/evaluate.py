@@ -88,11 +88,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a word<TAB>word<TAB>score file; adds a set or replaces a built-in one's path")
     g = p.add_argument_group("analogy")
     g.add_argument("--analogy", type=Path, help="questions-words.txt format (default: gensim's copy)")
-    g.add_argument("--analogy-methods", type=_choices(ANALOGY_METHODS), default=ANALOGY_METHODS)
+    g.add_argument("--analogy-methods", type=_choices(ANALOGY_METHODS), default=ANALOGY_METHODS,
+                   help=f"comma-separated (default: {','.join(ANALOGY_METHODS)})")
     g = p.add_argument_group("synonyms (MR/MRR)")
     g.add_argument("--synonyms", type=Path, help="word<TAB>word pairs file (default: built from WordNet)")
     g.add_argument("--wordnet", type=Path, help="WordNet dict folder (default: <data>/wordnet)")
-    g.add_argument("--synonym-direction", choices=DIRECTIONS, default="both")
+    g.add_argument("--synonym-direction", choices=DIRECTIONS, default="both",
+                   help="both: ask A->B and B->A for every pair; forward: A->B only (default: both)")
     g = p.add_argument_group("POS tagging")
     g.add_argument("--pos-corpora", type=_choices(POS_CORPORA), default=DEFAULT_POS_CORPORA,
                    help=f"default {','.join(DEFAULT_POS_CORPORA)}; available: {','.join(POS_CORPORA)}; "

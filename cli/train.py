@@ -24,6 +24,7 @@ from semhuff.trees import TREE_BUILDERS
 from semhuff.vectors_io import FORMATS, resolve_format
 
 from .common import add_plugin_option, cli_main
+from .resume import continue_model, given_options
 
 PROG = "semhuff-train"
 logger = logging.getLogger(PROG)
@@ -38,7 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", required=True, help="output file")
     p.add_argument("--format", default="auto", choices=("auto",) + FORMATS,
                    help="output format; auto: .npz model, .kv gensim KeyedVectors, .txt/.vec "
-                        "word2vec text, .bin word2vec binary, otherwise model")
+                        "word2vec text, .bin word2vec binary (any other name needs --format)")
     p.add_argument("--save-model", metavar="PATH", help="also save the full model (.npz) to keep training later")
     p.add_argument("--init-model", metavar="PATH", help="continue training this saved model (its vocabulary and settings)")
     g = p.add_argument_group("model")
@@ -79,8 +80,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="print nearest neighbours of these words (default: a few frequent words)")
     g.add_argument("--topn", type=int, default=5, help="neighbours per probe word")
     g.add_argument("--no-progress", action="store_true", help="no progress bar")
-    g.add_argument("-q", "--quiet", action="count", default=0)
-    g.add_argument("-v", "--verbose", action="count", default=0)
+    g.add_argument("-q", "--quiet", action="count", default=0, help="no summary, no progress bar")
+    g.add_argument("-v", "--verbose", action="count", default=0, help="log each step (-vv: debug)")
     return p
 
 
@@ -95,10 +96,12 @@ def resolve_corpus(paths: List[str]) -> List[str]:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    return cli_main(PROG, build_parser, _run, argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    return cli_main(PROG, build_parser, lambda args: _run(args, given_options(build_parser, argv)),
+                    argv)
 
 
-def _run(args) -> int:
+def _run(args, given=frozenset()) -> int:
     fmt = resolve_format(args.output, args.format)
     check_writable(args.output)
     if args.save_model:
@@ -108,8 +111,7 @@ def _run(args) -> int:
     started = time.perf_counter()
     tree_file = _tree_file(args.tree)
     if args.init_model:
-        model = Word2Vec.load(args.init_model, progress=progress)
-        model.workers = args.workers
+        model = continue_model(args, given, progress)
         report = model.train(corpus, epochs=args.epochs)
     else:
         model = Word2Vec(vector_size=args.dim, window=args.window, min_count=args.min_count,

@@ -25,7 +25,7 @@ import numpy as np
 from .errors import OutputError
 
 _TMP_MARK = ".semhuff-"
-_STALE = re.compile(r"^\..*\.semhuff-(\d+)-[A-Za-z0-9_]+\.tmp$")
+_STALE = re.compile(r"^\..*\.semhuff-(\d+)-[A-Za-z0-9_]+\.tmp(\.[a-z0-9]+)?$")
 
 
 class Target(NamedTuple):
@@ -121,9 +121,10 @@ def _finish(tmp: str, target: Target) -> None:
 
 
 @contextlib.contextmanager
-def atomic_path(path):
+def atomic_path(path, suffix: str = ""):
     """For writers that insist on a file name (gensim's): yield a temp path beside the target and
-    rename it into place on success; a special file's own path is yielded as it is."""
+    rename it into place on success; a special file's own path is yielded as it is. The temp
+    name ends in ``suffix`` (``.gz``: for writers that compress by the name)."""
     check_writable(path)
     target = resolve_target(path)
     if target.special:
@@ -132,7 +133,7 @@ def atomic_path(path):
     folder = os.path.dirname(target.path)
     remove_stale_temp_files(folder)
     fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(target.path)}{_TMP_MARK}{os.getpid()}-",
-                               suffix=".tmp", dir=folder)
+                               suffix=".tmp" + suffix, dir=folder)
     os.close(fd)
     try:
         yield tmp
