@@ -20,6 +20,7 @@ from semhuff.io_utils import check_writable, is_stdout
 from semhuff.layers import OUTPUT_LAYERS
 from semhuff.model import Word2Vec, default_workers
 from semhuff.tree import load_tree_file
+from semhuff.training_report import check_report_writable, write_training_report
 from semhuff.trees import TREE_BUILDERS
 from semhuff.vectors_io import FORMATS, resolve_format
 
@@ -79,6 +80,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--probe", nargs="*", metavar="WORD",
                    help="print nearest neighbours of these words (default: a few frequent words)")
     g.add_argument("--topn", type=int, default=5, help="neighbours per probe word")
+    g.add_argument("--report", metavar="PATH",
+                   help="write a training report: settings, timings, words/s and the loss per "
+                        "chunk and per epoch as JSON, and a plot of them beside it (PATH's .png)")
     g.add_argument("--no-progress", action="store_true", help="no progress bar")
     g.add_argument("-q", "--quiet", action="count", default=0, help="no summary, no progress bar")
     g.add_argument("-v", "--verbose", action="count", default=0, help="log each step (-vv: debug)")
@@ -106,13 +110,14 @@ def _run(args, given=frozenset()) -> int:
     check_writable(args.output)
     if args.save_model:
         check_writable(args.save_model)
+    if args.report:
+        check_report_writable(args.report)
     corpus = resolve_corpus(args.corpus)
     progress = not args.no_progress and args.quiet == 0
     started = time.perf_counter()
     tree_file = _tree_file(args.tree)
     if args.init_model:
         model = continue_model(args, given, progress)
-        report = model.train(corpus, epochs=args.epochs)
     else:
         model = Word2Vec(vector_size=args.dim, window=args.window, min_count=args.min_count,
                          max_vocab_size=args.max_vocab_size, max_final_vocab=args.max_final_vocab,
@@ -127,10 +132,16 @@ def _run(args, given=frozenset()) -> int:
             model.build_vocab(corpus)
         else:
             _use_tree_file(model, corpus, tree_file)
-        report = model.train(corpus)
+    prepared = time.perf_counter()
+    report = model.train(corpus, epochs=args.epochs)
     model.save_vectors(args.output, fmt)
     if args.save_model:
         model.save(args.save_model)
+    if args.report:
+        write_training_report(args.report, model, report, {
+            "timings": {"vocabulary_and_setup_seconds": prepared - started,
+                        "total_seconds": time.perf_counter() - started},
+            "corpus": corpus, "output": args.output, "init_model": args.init_model})
     if args.quiet == 0:
         _print_summary(model, report, args, fmt, time.perf_counter() - started)
     return 0

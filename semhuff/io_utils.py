@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import re
 import stat
@@ -165,3 +166,14 @@ def is_stdout(path) -> bool:
         return os.path.samestat(os.stat(os.fspath(path)), os.fstat(sys.stdout.fileno()))
     except (OSError, ValueError, AttributeError):
         return False
+
+
+def json_safe(value):
+    """``value`` with NaN and infinities as None (null): strict JSON has no such numbers."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return value
