@@ -204,6 +204,16 @@ def _reject_binary(path: str, head: bytes) -> None:
         raise CorpusError(f"corpus looks binary, not text (NUL bytes): {path}")
 
 
+def is_one_shot(source) -> bool:
+    """Whether ``source`` is an iterator (a generator, an open file): it yields its items once,
+    while a list, a ``Corpus`` or any object whose ``__iter__`` starts a new pass can be read
+    again."""
+    try:
+        return iter(source) is source
+    except TypeError:
+        return False
+
+
 def as_corpus(source, max_sentence_length: int = DEFAULT_MAX_SENTENCE_LENGTH) -> Iterable[List[str]]:
     """A path / list of paths becomes a ``Corpus``; an iterable of token lists passes through
     (the gensim convention: any re-iterable of lists of str)."""

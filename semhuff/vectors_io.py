@@ -259,15 +259,16 @@ def _as_keyed_vectors(obj, label: str):
 
 # -- writing ---------------------------------------------------------------------------------------
 
-def to_keyed_vectors(words: Sequence[str], counts, vectors: np.ndarray):
+def to_keyed_vectors(words: Sequence[str], counts, vectors: np.ndarray, copy: bool = True):
     """A gensim ``KeyedVectors`` of ``words`` (in this order) with their ``count`` attribute and
-    a float32 copy of ``vectors``."""
+    a float32 copy of ``vectors`` (with ``copy=False``: ``vectors`` itself, a float32 array, so
+    the ``KeyedVectors`` sees every later update, as a gensim model's ``.wv`` does)."""
     from gensim.models import KeyedVectors
 
     kv = KeyedVectors(vectors.shape[1], count=len(words), dtype=np.float32)
     kv.index_to_key = list(words)
     kv.key_to_index = {w: i for i, w in enumerate(kv.index_to_key)}
-    kv.vectors = np.array(vectors, dtype=np.float32, copy=True)
+    kv.vectors = np.array(vectors, dtype=np.float32, copy=True) if copy else vectors
     kv.allocate_vecattrs(["count"], [np.int64])
     kv.expandos["count"][:] = counts
     return kv
