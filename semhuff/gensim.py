@@ -82,7 +82,7 @@ def _loss(hs, negative) -> str:
 class _Setting:
     """A setting the gensim model shares with the semhuff model it drives."""
 
-    def __set_name__(self, owner, name):
+    def __init__(self, name: str):
         self.name = name
 
     def __get__(self, obj, owner=None):
@@ -136,19 +136,6 @@ class _CountingCorpus:
 
 class Word2Vec:
     """gensim 4's ``Word2Vec`` (same signature, defaults and meaning), trained by semhuff."""
-
-    vector_size = _Setting()
-    alpha = _Setting()
-    min_alpha = _Setting()
-    window = _Setting()
-    sample = _Setting()
-    seed = _Setting()
-    workers = _Setting()
-    sg = _Setting()
-    cbow_mean = _Setting()
-    epochs = _Setting()
-    ns_exponent = _Setting()
-    max_vocab_size = _Setting()
 
     def __init__(self, sentences=None, corpus_file=None, vector_size=100, alpha=0.025, window=5,
                  min_count=5, max_vocab_size=None, sample=1e-3, seed=1, workers=3,
@@ -430,5 +417,11 @@ class Word2Vec:
                 setattr(self, key, state[key])
         return self
 
+
+# settings that live on model.semhuff (reading or setting them here is reading or setting them there)
+for _name in ("vector_size", "alpha", "min_alpha", "window", "sample", "seed", "workers", "sg",
+              "cbow_mean", "epochs", "ns_exponent", "max_vocab_size"):
+    setattr(Word2Vec, _name, _Setting(_name))
+del _name
 
 __all__ = ["Word2Vec", "UnsupportedArgument"]
