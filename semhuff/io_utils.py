@@ -5,7 +5,8 @@
 * Permissions: a new file gets ``0o666 & ~umask`` (as ``open()`` would give it, not
   ``mkstemp``'s 0600); an overwritten file keeps its mode (and, where allowed, its owner).
 * Symlinks are written through: the temp file goes beside the link's target, which is replaced;
-  the link stays. Special files (``/dev/stdout``, FIFOs, devices) are written directly.
+  the link stays. Special files (FIFOs, devices) and the process's own streams (``/dev/stdout``,
+  also when redirected to a file) are written directly.
 * Temp files are named ``.<name>.semhuff-<pid>-<random>.tmp``: every write first removes those
   of processes that no longer exist (a run killed with SIGKILL), and the CLIs turn SIGTERM into
   an exception so the temp file of an interrupted write is removed at once.
@@ -16,6 +17,7 @@ import contextlib
 import math
 import os
 import re
+import shutil
 import stat
 import sys
 import tempfile
@@ -26,6 +28,8 @@ import numpy as np
 from .errors import OutputError
 
 _TMP_MARK = ".semhuff-"
+# a process's own streams: written through even when they are redirected to a regular file
+_STREAMS = re.compile(r"^/(dev/(stdout|stderr|fd/\d+)|proc/self/fd/\d+)$")
 _STALE = re.compile(r"^\..*\.semhuff-(\d+)-[A-Za-z0-9_]+\.tmp(\.[a-z0-9]+)?$")
 
 
@@ -34,6 +38,7 @@ class Target(NamedTuple):
     special: bool         # not a regular file (a device, a FIFO): written directly, no rename
     mode: Optional[int]   # permission bits the written file gets (None: leave as it is)
     existing: Optional[os.stat_result]
+    stream: Optional[int] = None  # the file descriptor of /dev/stdout, /dev/fd/N, ...
 
 
 def current_umask() -> int:
@@ -61,8 +66,13 @@ def resolve_target(path) -> Target:
         raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
     if st is not None and stat.S_ISDIR(st.st_mode):
         raise OutputError(f"output path is a directory: {path}")
-    if st is not None and not stat.S_ISREG(st.st_mode):
-        return Target(path, True, None, st)
+    stream = _STREAMS.match(path)
+    if st is not None and (stream or not stat.S_ISREG(st.st_mode)):
+        fd = None
+        if stream:
+            name = path.rsplit("/", 1)[1]
+            fd = {"stdout": 1, "stderr": 2}.get(name) or int(name)
+        return Target(path, True, None, st, fd)
     real = os.path.realpath(path)  # a symlink, even a dangling one: write its target
     mode = stat.S_IMODE(st.st_mode) if st is not None else 0o666 & ~current_umask()
     return Target(real, False, mode, st)
@@ -124,31 +134,43 @@ def _finish(tmp: str, target: Target) -> None:
 @contextlib.contextmanager
 def atomic_path(path, suffix: str = ""):
     """For writers that insist on a file name (gensim's): yield a temp path beside the target and
-    rename it into place on success; a special file's own path is yielded as it is. The temp
-    name ends in ``suffix`` (``.gz``: for writers that compress by the name)."""
+    rename it into place on success. A FIFO or device is yielded as it is; for one of the
+    process's streams (``/dev/stdout``) the temp file is copied into the stream on success, so
+    a redirect (``>>``) is honoured and a failed write emits nothing. The temp name ends in
+    ``suffix`` (``.gz``: for writers that compress by the name)."""
     check_writable(path)
     target = resolve_target(path)
-    if target.special:
+    if target.special and target.stream is None:
         yield target.path
         return
-    folder = os.path.dirname(target.path)
+    folder = tempfile.gettempdir() if target.special else os.path.dirname(target.path)
     remove_stale_temp_files(folder)
     fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(target.path)}{_TMP_MARK}{os.getpid()}-",
                                suffix=".tmp" + suffix, dir=folder)
     os.close(fd)
     try:
         yield tmp
-        _finish(tmp, target)
-    except BaseException:
+        if target.special:
+            _copy_into_stream(tmp, target.stream)
+        else:
+            _finish(tmp, target)
+    finally:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
-        raise
+
+
+def _copy_into_stream(tmp: str, fd: int) -> None:
+    for stream in (sys.stdout, sys.stderr):  # keep the order of what was printed before
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            stream.flush()
+    with open(tmp, "rb") as src, os.fdopen(os.dup(fd), "wb") as dst:
+        shutil.copyfileobj(src, dst, 1 << 20)
 
 
 @contextlib.contextmanager
 def atomic_output(path, mode: str = "wb"):
     """Yield a file object for a temp file next to ``path``; rename it to ``path`` on success,
-    delete it on any error (a special file is opened and written directly)."""
+    delete it on any error (special files: as ``atomic_path``)."""
     with atomic_path(path) as tmp:
         with open(tmp, mode) as fh:
             yield fh

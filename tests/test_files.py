@@ -89,6 +89,16 @@ def test_train_to_dev_stdout(tmp_path, lee_path):
     words, dim = map(int, lines[0].split())
     assert dim == 8 and len(lines) == words + 1  # only the vectors on stdout
     assert os.listdir(tmp_path) == []
+    # stdout redirected to a file (appending): written through the stream, not replaced
+    out = tmp_path / "log.txt"
+    out.write_text("before\n")
+    with open(out, "a") as fh:
+        proc = subprocess.run([sys.executable, "-m", "semhuff.cli.train", lee_path, "-o",
+                               "/dev/stdout", "--format", "text", *FAST], stdout=fh,
+                              stderr=subprocess.PIPE, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert out.read_text().splitlines()[:2] == ["before", lines[0]]
+    assert os.listdir(tmp_path) == ["log.txt"]
 
 
 SLOW_WRITER = textwrap.dedent("""
