@@ -285,12 +285,12 @@ class Word2Vec:
         """gensim's ``train``: ``epochs`` and one of ``total_examples`` / ``total_words`` are
         required (they set the learning-rate schedule); returns ``(trained words, raw words)``
         (words after down-sampling, and all words read)."""
-        self.alpha = start_alpha or self.alpha
-        self.min_alpha = end_alpha or self.min_alpha
-        self.epochs = epochs
         self._check_training_sanity(epochs, total_examples, total_words)
         _refuse(word_count != 0, f"word_count={word_count}", "each train() call starts at 0")
         self._check_corpus_sanity(corpus_iterable, corpus_file, passes=1)  # epochs 2+ from a cache
+        self.alpha = start_alpha or self.alpha  # kept for later calls, as in gensim
+        self.min_alpha = end_alpha or self.min_alpha
+        self.epochs = epochs
         self.compute_loss = compute_loss
         self.running_training_loss = 0.0
         hook = _Callbacks(self, callbacks)
@@ -394,11 +394,8 @@ class Word2Vec:
     def load(cls, fname, mmap=None):
         """A model saved by ``save`` (or any semhuff model file). ``mmap`` is accepted: the
         arrays are read into memory, with the same values."""
-        try:
-            with open(fname, "rb") as fh:
-                pickled = fh.read(1) == b"\x80"
-        except OSError as exc:
-            raise ModelFileError(f"cannot read {fname}: {exc.strerror or exc}") from None
+        with open(fname, "rb") as fh:  # a missing file: FileNotFoundError, as in gensim
+            pickled = fh.read(1) == b"\x80"
         if pickled:
             raise ModelFileError(f"{fname} is a gensim model (a pickle): load it with "
                                  f"gensim.models.Word2Vec.load; semhuff.gensim reads semhuff model files")
