@@ -5,8 +5,9 @@
 * Permissions: a new file gets ``0o666 & ~umask`` (as ``open()`` would give it, not
   ``mkstemp``'s 0600); an overwritten file keeps its mode (and, where allowed, its owner).
 * Symlinks are written through: the temp file goes beside the link's target, which is replaced;
-  the link stays. Special files (FIFOs, devices) and the process's own streams (``/dev/stdout``,
-  also when redirected to a file) are written directly.
+  the link stays. Special files (FIFOs, devices) are written directly; the process's own
+  streams (``/dev/stdout``, ``/dev/fd/N``) get the finished file through their open descriptor
+  (a ``>>`` redirect is honoured, a failed write emits nothing).
 * Temp files are named ``.<name>.semhuff-<pid>-<random>.tmp``: every write first removes those
   of processes that no longer exist (a run killed with SIGKILL), and the CLIs turn SIGTERM into
   an exception so the temp file of an interrupted write is removed at once.
