@@ -1,11 +1,16 @@
 """What every console entry point shares: logging set-up and turning user errors into one line
-on stderr with exit code 2 (never a traceback)."""
+on stderr with exit code 2 (never a traceback); SIGTERM and Ctrl-C end a run cleanly (no temp
+file left behind), and a reader that goes away (``| head``) ends it quietly."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import logging
+import os
+import signal
 import sys
+import threading
 from typing import Callable, List, Optional
 
 from semhuff.errors import SemhuffError
@@ -20,11 +25,46 @@ def setup_logging(verbosity: int) -> None:
     logging.getLogger("gensim").setLevel(logging.INFO if verbosity > 1 else logging.WARNING)
 
 
+class Terminated(BaseException):
+    """SIGTERM, raised in the main thread so that ``finally`` blocks (temp files) run."""
+
+
+@contextlib.contextmanager
+def _sigterm_raises():
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def raise_terminated(signum, frame):
+        raise Terminated()
+
+    previous = signal.signal(signal.SIGTERM, raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _quiet_stdout() -> None:
+    # the reader is gone: send what is still buffered nowhere, so the interpreter's final
+    # flush does not fail again ("Exception ignored ... BrokenPipeError")
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+
+
 def run_cli(prog: str, body: Callable[[], int]) -> int:
     """Run ``body``; a ``SemhuffError`` or an unreadable/unwritable file becomes
-    ``prog: error: message`` and exit code 2, Ctrl-C exit code 130."""
+    ``prog: error: message`` and exit code 2, Ctrl-C exit code 130, SIGTERM 143; a closed
+    stdout (``| head``) ends the run quietly with 141, as a process killed by SIGPIPE."""
     try:
-        return body() or 0
+        with _sigterm_raises():
+            code = body() or 0
+            sys.stdout.flush()
+            return code
+    except BrokenPipeError:
+        _quiet_stdout()
+        return 141
     except SemhuffError as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
@@ -34,6 +74,9 @@ def run_cli(prog: str, body: Callable[[], int]) -> int:
     except KeyboardInterrupt:
         print(f"{prog}: interrupted; no output was written", file=sys.stderr)
         return 130
+    except Terminated:
+        print(f"{prog}: terminated; no output was written", file=sys.stderr)
+        return 143
 
 
 def import_plugins(argv: Optional[List[str]]) -> None:

@@ -3,9 +3,12 @@
     semhuff-eval VECTORS [VECTORS ...] [--tasks similarity,analogy,synonyms,pos]
                  [--json out.json] [--markdown out.md] [--plot out.png]
 
-VECTORS is a path (word2vec text/binary, gensim .kv, semhuff .npz) or NAME=PATH. The table goes
-to stdout, one column per model. Exit status: 0 on success; 2 on bad options or when a vectors
-file cannot be loaded (the other models are still evaluated and reported).
+VECTORS is a path (word2vec text/binary, gensim .kv, semhuff .npz) or NAME=PATH; a column is
+named after the file's stem, or its file name when two stems are equal. The table goes to
+stdout, one column per model. Exit status: 0 on success; 1 when a task failed on a model (it
+raised, or gave a value its metric cannot take); 2 on bad options or when a vectors file cannot
+be loaded or holds non-finite vectors (the other models are still evaluated and reported). A
+data set that is not there is skipped with a note, not a failure.
 """
 from __future__ import annotations
 
@@ -23,8 +26,10 @@ from semhuff.evaluation import (
 )
 from semhuff.evaluation.pos import DEFAULT_MAX_TRAIN_TOKENS, DEFAULT_POS_CORPORA, DEFAULT_WINDOW
 from semhuff.evaluation.synonyms import DIRECTIONS
-from semhuff.evaluation.vectors import DEFAULT_RESTRICT_VOCAB
+from semhuff.evaluation.vectors import DEFAULT_RESTRICT_VOCAB, default_names
 from semhuff.io_utils import atomic_output, check_writable
+
+from .common import run_cli
 
 PROG = "semhuff-eval"
 
@@ -83,11 +88,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a word<TAB>word<TAB>score file; adds a set or replaces a built-in one's path")
     g = p.add_argument_group("analogy")
     g.add_argument("--analogy", type=Path, help="questions-words.txt format (default: gensim's copy)")
-    g.add_argument("--analogy-methods", type=_choices(ANALOGY_METHODS), default=ANALOGY_METHODS)
+    g.add_argument("--analogy-methods", type=_choices(ANALOGY_METHODS), default=ANALOGY_METHODS,
+                   help=f"comma-separated (default: {','.join(ANALOGY_METHODS)})")
     g = p.add_argument_group("synonyms (MR/MRR)")
     g.add_argument("--synonyms", type=Path, help="word<TAB>word pairs file (default: built from WordNet)")
     g.add_argument("--wordnet", type=Path, help="WordNet dict folder (default: <data>/wordnet)")
-    g.add_argument("--synonym-direction", choices=DIRECTIONS, default="both")
+    g.add_argument("--synonym-direction", choices=DIRECTIONS, default="both",
+                   help="both: ask A->B and B->A for every pair; forward: A->B only (default: both)")
     g = p.add_argument_group("POS tagging")
     g.add_argument("--pos-corpora", type=_choices(POS_CORPORA), default=DEFAULT_POS_CORPORA,
                    help=f"default {','.join(DEFAULT_POS_CORPORA)}; available: {','.join(POS_CORPORA)}; "
@@ -134,7 +141,8 @@ def _config(args) -> SuiteConfig:
     )
 
 
-def _vector_sources(items: list[str]) -> list[tuple[Optional[str], str]]:
+def _vector_sources(items: list[str]) -> list[tuple[str, str]]:
+    """(column name, path) for each VECTORS argument."""
     sources = []
     for item in items:
         name, sep, path = item.partition("=")
@@ -142,7 +150,9 @@ def _vector_sources(items: list[str]) -> list[tuple[Optional[str], str]]:
             sources.append((name, path))
         else:
             sources.append((None, item))
-    return sources
+    unnamed = [path for name, path in sources if name is None]
+    defaults = iter(default_names(unnamed))
+    return [(name if name is not None else next(defaults), path) for name, path in sources]
 
 
 def _write(path: Optional[Path], mode: str, write) -> None:
@@ -168,24 +178,25 @@ def main(argv=None) -> int:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
     _setup_logging(args)
+    return run_cli(PROG, lambda: _evaluate(args, config))
 
-    models, failed = [], 0
+
+def _evaluate(args, config) -> int:
+    models, failed_loads = [], 0
     for name, path in _vector_sources(args.vectors):
         try:
             models.append(load_vectors(path, name=name, fmt=args.format))
         except VectorsError as exc:
             print(f"{PROG}: error: {exc}", file=sys.stderr)
-            failed += 1
+            failed_loads += 1
     if not models:
         return 2
 
-    try:
-        report = run_suite(models, config, progress=not args.quiet, threads=args.threads)
-    except KeyboardInterrupt:
-        print(f"{PROG}: interrupted; no output was written", file=sys.stderr)
-        return 130
+    report = run_suite(models, config, progress=not args.quiet, threads=args.threads)
     sys.stdout.write(format_text(report))
     print(f"\nevaluated {len(models)} model(s) in {report.seconds:.1f} s", file=sys.stderr)
+    for message in report.failed:
+        print(f"{PROG}: error: {message}", file=sys.stderr)
     try:
         _write(args.json, "w", lambda fh: dump_json(report, fh))
         _write(args.markdown, "w", lambda fh: fh.write(format_markdown(report)))
@@ -193,8 +204,7 @@ def main(argv=None) -> int:
     except (OSError, SemhuffError) as exc:
         print(f"{PROG}: error: cannot write output: {exc}", file=sys.stderr)
         return 2
-    return 2 if failed else 0
-
+    return 2 if failed_loads else 1 if report.failed else 0
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -33,8 +33,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, default=default_workers(), help="scoring threads")
     p.add_argument("--json", help="also write the figures as JSON")
     add_plugin_option(p)
-    p.add_argument("-q", "--quiet", action="count", default=0)
-    p.add_argument("-v", "--verbose", action="count", default=0)
+    p.add_argument("-q", "--quiet", action="count", default=0, help="only errors")
+    p.add_argument("-v", "--verbose", action="count", default=0, help="log each step (-vv: debug)")
     return p
 
 

@@ -16,14 +16,16 @@ from typing import List, Optional
 
 from semhuff.devices import DEVICES
 from semhuff.errors import TreeError
-from semhuff.io_utils import check_writable
+from semhuff.io_utils import check_writable, is_stdout
 from semhuff.layers import OUTPUT_LAYERS
 from semhuff.model import Word2Vec, default_workers
 from semhuff.tree import load_tree_file
+from semhuff.training_report import check_report_writable, write_training_report
 from semhuff.trees import TREE_BUILDERS
 from semhuff.vectors_io import FORMATS, resolve_format
 
 from .common import add_plugin_option, cli_main
+from .resume import continue_model, given_options
 
 PROG = "semhuff-train"
 logger = logging.getLogger(PROG)
@@ -38,7 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", required=True, help="output file")
     p.add_argument("--format", default="auto", choices=("auto",) + FORMATS,
                    help="output format; auto: .npz model, .kv gensim KeyedVectors, .txt/.vec "
-                        "word2vec text, .bin word2vec binary, otherwise model")
+                        "word2vec text, .bin word2vec binary (any other name needs --format)")
     p.add_argument("--save-model", metavar="PATH", help="also save the full model (.npz) to keep training later")
     p.add_argument("--init-model", metavar="PATH", help="continue training this saved model (its vocabulary and settings)")
     g = p.add_argument_group("model")
@@ -78,9 +80,12 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--probe", nargs="*", metavar="WORD",
                    help="print nearest neighbours of these words (default: a few frequent words)")
     g.add_argument("--topn", type=int, default=5, help="neighbours per probe word")
+    g.add_argument("--report", metavar="PATH",
+                   help="write a training report: settings, timings, words/s and the loss per "
+                        "chunk and per epoch as JSON, and a plot of them beside it (PATH's .png)")
     g.add_argument("--no-progress", action="store_true", help="no progress bar")
-    g.add_argument("-q", "--quiet", action="count", default=0)
-    g.add_argument("-v", "--verbose", action="count", default=0)
+    g.add_argument("-q", "--quiet", action="count", default=0, help="no summary, no progress bar")
+    g.add_argument("-v", "--verbose", action="count", default=0, help="log each step (-vv: debug)")
     return p
 
 
@@ -95,22 +100,24 @@ def resolve_corpus(paths: List[str]) -> List[str]:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    return cli_main(PROG, build_parser, _run, argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    return cli_main(PROG, build_parser, lambda args: _run(args, given_options(build_parser, argv)),
+                    argv)
 
 
-def _run(args) -> int:
+def _run(args, given=frozenset()) -> int:
     fmt = resolve_format(args.output, args.format)
     check_writable(args.output)
     if args.save_model:
         check_writable(args.save_model)
+    if args.report:
+        check_report_writable(args.report)
     corpus = resolve_corpus(args.corpus)
     progress = not args.no_progress and args.quiet == 0
     started = time.perf_counter()
     tree_file = _tree_file(args.tree)
     if args.init_model:
-        model = Word2Vec.load(args.init_model, progress=progress)
-        model.workers = args.workers
-        report = model.train(corpus, epochs=args.epochs)
+        model = continue_model(args, given, progress)
     else:
         model = Word2Vec(vector_size=args.dim, window=args.window, min_count=args.min_count,
                          max_vocab_size=args.max_vocab_size, max_final_vocab=args.max_final_vocab,
@@ -125,10 +132,16 @@ def _run(args) -> int:
             model.build_vocab(corpus)
         else:
             _use_tree_file(model, corpus, tree_file)
-        report = model.train(corpus)
+    prepared = time.perf_counter()
+    report = model.train(corpus, epochs=args.epochs)
     model.save_vectors(args.output, fmt)
     if args.save_model:
         model.save(args.save_model)
+    if args.report:
+        write_training_report(args.report, model, report, {
+            "timings": {"vocabulary_and_setup_seconds": prepared - started,
+                        "total_seconds": time.perf_counter() - started},
+            "corpus": corpus, "output": args.output, "init_model": args.init_model})
     if args.quiet == 0:
         _print_summary(model, report, args, fmt, time.perf_counter() - started)
     return 0
@@ -157,7 +170,7 @@ def _use_tree_file(model, corpus, path: str) -> None:
 
 
 def _print_summary(model, report, args, fmt, seconds):
-    out = sys.stdout
+    out = sys.stderr if is_stdout(args.output) else sys.stdout  # -o /dev/stdout: vectors only
     print(f"vocabulary: {len(model.vocab):,} words (min_count {model.min_count}) from "
           f"{model.vocab.total_tokens:,} tokens", file=out)
     print(f"model: {'skip-gram' if model.sg else 'CBOW'}, {model.layer.describe()}, "

@@ -165,7 +165,9 @@ def _positive_int(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=PROG, description="Build and inspect SemHuff / Huffman trees.")
+    fmt = argparse.ArgumentDefaultsHelpFormatter
+    parser = argparse.ArgumentParser(prog=PROG, description="Build and inspect SemHuff / Huffman trees.",
+                                     formatter_class=fmt)
     parser.add_argument("-v", "--verbose", action="count", default=0,
                         help="-v: similarity reports and level timings, -vv: debug")
     parser.add_argument("-q", "--quiet", action="count", default=0, help="quieter (warnings always show)")
@@ -174,33 +176,39 @@ def build_parser() -> argparse.ArgumentParser:
     def similarity_options(p):
         p.add_argument("--similarity", help="'wordnet', a pairs / synonym-set file, or word vectors")
         p.add_argument("--top-k", type=_positive_int, default=DEFAULT_TOP_K,
-                       help=f"neighbours kept per word (default {DEFAULT_TOP_K})")
+                       help="neighbours kept per word")
         p.add_argument("--wordnet-dir", help="WordNet dict folder (default: shared data, then /usr/share/wordnet)")
 
-    build = sub.add_parser("build", help="build a tree from a corpus or a vocabulary file")
+    build = sub.add_parser("build", help="build a tree from a corpus or a vocabulary file",
+                           formatter_class=fmt)
     source = build.add_mutually_exclusive_group(required=True)
     source.add_argument("--corpus", help="corpus file or folder (plain, gz, bz2, xz)")
     source.add_argument("--vocab", help="vocabulary file: one 'word count' per line")
-    build.add_argument("--min-count", type=_positive_int, default=5)
-    build.add_argument("--kind", choices=sorted(TREE_BUILDERS), default="semhuff")
+    build.add_argument("--min-count", type=_positive_int, default=5,
+                       help="drop words seen fewer times (with --corpus)")
+    build.add_argument("--kind", choices=sorted(TREE_BUILDERS), default="semhuff", help="tree builder")
     similarity_options(build)
-    build.add_argument("--matching", choices=("auto", "exact", "approx"), default="auto")
+    build.add_argument("--matching", choices=("auto", "exact", "approx"), default="auto",
+                       help="SemHuff pairing: exact maximum-weight matching, a faster approximation, "
+                            "or auto (exact where the level is small enough)")
     build.add_argument("-o", "--output", required=True, help="tree file to write (.npz)")
     build.add_argument("--save-vocab", help="also write the vocabulary as a 'word count' file")
     build.set_defaults(run=cmd_build)
 
-    stats = sub.add_parser("stats", help="expected code length, depth histogram, sibling similarity")
-    stats.add_argument("tree")
+    stats = sub.add_parser("stats", help="expected code length, depth histogram, sibling similarity",
+                           formatter_class=fmt)
+    stats.add_argument("tree", help="tree file (.npz) from semhuff-tree build")
     stats.add_argument("--vocab", help="vocabulary file, if the tree file has none")
     similarity_options(stats)
     stats.set_defaults(run=cmd_stats)
 
-    show = sub.add_parser("show", help="print the tree around words (the paper's Fig. 3)")
-    show.add_argument("tree")
-    show.add_argument("words", nargs="+")
+    show = sub.add_parser("show", help="print the tree around words (the paper's Fig. 3)",
+                          formatter_class=fmt)
+    show.add_argument("tree", help="tree file (.npz) from semhuff-tree build")
+    show.add_argument("words", nargs="+", help="words to show the tree around")
     show.add_argument("--vocab", help="vocabulary file, if the tree file has none")
     show.add_argument("--up", type=int, default=4, help="levels above the word to start from")
-    show.add_argument("--max-words", type=_positive_int, default=40)
+    show.add_argument("--max-words", type=_positive_int, default=40, help="words shown per query")
     show.set_defaults(run=cmd_show)
     return parser
 

@@ -89,6 +89,7 @@ class CorpusStats:
     tokens: int = 0
     invalid_utf8: int = 0
     long_lines_cut: int = 0
+    long_tokens_cut: int = 0  # cuts inside "tokens" of more than _MAX_TOKEN_CHARS characters
     paths: List[str] = field(default_factory=list)
 
 
@@ -114,6 +115,7 @@ class Corpus:
         self.max_sentence_length = int(max_sentence_length)
         self.block_bytes = int(block_bytes)
         self.stats = CorpusStats(paths=list(self.files))
+        self._warned_long_tokens: set = set()
 
     @property
     def total_bytes(self) -> int:
@@ -134,6 +136,7 @@ class Corpus:
         pending: List[str] = []  # tokens of the current line not yet emitted
         partial = ""  # text after the last whitespace of the previous block
         first = True
+        cuts_before = stats.long_tokens_cut
         try:
             with open_binary(path) as fh:
                 while True:
@@ -153,8 +156,9 @@ class Corpus:
                         text = text[: cut + 1]
                         if len(partial) > _MAX_TOKEN_CHARS:
                             # A "token" with no whitespace for megabytes: emit it rather than
-                            # letting the carry grow with the file.
+                            # letting the carry grow with the file (and say so, below).
                             text, partial = text + partial + " ", ""
+                            stats.long_tokens_cut += 1
 
                     lines = text.split("\n")
                     for i, line in enumerate(lines):
@@ -182,6 +186,12 @@ class Corpus:
         finally:
             stats.invalid_utf8 += getattr(_decode_state, "invalid", 0)
             _decode_state.invalid = 0
+        cuts = stats.long_tokens_cut - cuts_before
+        if cuts and path not in self._warned_long_tokens:
+            self._warned_long_tokens.add(path)
+            logger.warning("%s: %d cut(s) inside tokens longer than %s characters (no whitespace "
+                           "for megabytes: binary data, or a missing separator?); the pieces are "
+                           "separate tokens", path, cuts, f"{_MAX_TOKEN_CHARS:,}")
 
     def _emit(self, tokens: List[str]) -> List[str]:
         self.stats.pieces += 1
@@ -192,6 +202,16 @@ class Corpus:
 def _reject_binary(path: str, head: bytes) -> None:
     if b"\x00" in head[:_SNIFF_BYTES]:
         raise CorpusError(f"corpus looks binary, not text (NUL bytes): {path}")
+
+
+def is_one_shot(source) -> bool:
+    """Whether ``source`` is an iterator (a generator, an open file): it yields its items once,
+    while a list, a ``Corpus`` or any object whose ``__iter__`` starts a new pass can be read
+    again."""
+    try:
+        return iter(source) is source
+    except TypeError:
+        return False
 
 
 def as_corpus(source, max_sentence_length: int = DEFAULT_MAX_SENTENCE_LENGTH) -> Iterable[List[str]]:

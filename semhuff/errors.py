@@ -48,3 +48,7 @@ class DeviceError(SemhuffError):
 
 class TrainingDiverged(SemhuffError):
     """The loss or the weights became non-finite: the run failed and wrote nothing."""
+
+
+class UnsupportedArgument(OptionError, ValueError):
+    """A gensim argument (or value) that semhuff.gensim cannot honour: refused, never ignored."""

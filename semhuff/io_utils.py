@@ -1,52 +1,177 @@
-"""Atomic file output: write to a temp file beside the target, then rename over it, so a
-failed or interrupted write never leaves a half-written file or destroys the old one."""
+"""File output the way users expect it.
+
+* Atomic: a regular file is written to a temp file beside it and renamed over it, so a failed or
+  interrupted write never leaves a half-written file or destroys the old one.
+* Permissions: a new file gets ``0o666 & ~umask`` (as ``open()`` would give it, not
+  ``mkstemp``'s 0600); an overwritten file keeps its mode (and, where allowed, its owner).
+* Symlinks are written through: the temp file goes beside the link's target, which is replaced;
+  the link stays. Special files (FIFOs, devices) are written directly; the process's own
+  streams (``/dev/stdout``, ``/dev/fd/N``) get the finished file through their open descriptor
+  (a ``>>`` redirect is honoured, a failed write emits nothing).
+* Temp files are named ``.<name>.semhuff-<pid>-<random>.tmp``: every write first removes those
+  of processes that no longer exist (a run killed with SIGKILL), and the CLIs turn SIGTERM into
+  an exception so the temp file of an interrupted write is removed at once.
+"""
 from __future__ import annotations
 
 import contextlib
+import math
 import os
+import re
+import shutil
+import stat
+import sys
 import tempfile
+from typing import NamedTuple, Optional
 
 import numpy as np
 
 from .errors import OutputError
 
+_TMP_MARK = ".semhuff-"
+# a process's own streams: written through even when they are redirected to a regular file
+_STREAMS = re.compile(r"^/(dev/(stdout|stderr|fd/\d+)|proc/self/fd/\d+)$")
+_STALE = re.compile(r"^\..*\.semhuff-(\d+)-[A-Za-z0-9_]+\.tmp(\.[a-z0-9]+)?$")
 
-def check_writable(path: str) -> None:
-    """Fail early (before hours of training) if ``path`` cannot be written."""
+
+class Target(NamedTuple):
+    path: str             # where the bytes go: symlinks resolved
+    special: bool         # not a regular file (a device, a FIFO): written directly, no rename
+    mode: Optional[int]   # permission bits the written file gets (None: leave as it is)
+    existing: Optional[os.stat_result]
+    stream: Optional[int] = None  # the file descriptor of /dev/stdout, /dev/fd/N, ...
+
+
+def current_umask() -> int:
+    try:  # Linux: read it without changing it (os.umask is process-wide, threads may race)
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def resolve_target(path) -> Target:
+    """What writing ``path`` means: the real file behind a symlink, direct writes for special
+    files, and the mode the result must have."""
     path = os.path.abspath(os.fspath(path))
-    folder = os.path.dirname(path) or "."
-    if os.path.isdir(path):
+    try:
+        st = os.stat(path)  # follows symlinks
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
+    if st is not None and stat.S_ISDIR(st.st_mode):
         raise OutputError(f"output path is a directory: {path}")
+    stream = _STREAMS.match(path)
+    if st is not None and (stream or not stat.S_ISREG(st.st_mode)):
+        fd = None
+        if stream:
+            name = path.rsplit("/", 1)[1]
+            fd = {"stdout": 1, "stderr": 2}.get(name) or int(name)
+        return Target(path, True, None, st, fd)
+    real = os.path.realpath(path)  # a symlink, even a dangling one: write its target
+    mode = stat.S_IMODE(st.st_mode) if st is not None else 0o666 & ~current_umask()
+    return Target(real, False, mode, st)
+
+
+def check_writable(path) -> None:
+    """Fail early (before hours of training) if ``path`` cannot be written."""
+    target = resolve_target(path)
+    if target.special:
+        if not os.access(target.path, os.W_OK):
+            raise OutputError(f"output file is not writable: {target.path}")
+        return
+    folder = os.path.dirname(target.path) or "."
     if not os.path.isdir(folder):
         raise OutputError(f"output directory does not exist: {folder}")
     if not os.access(folder, os.W_OK):
         raise OutputError(f"output directory is not writable: {folder}")
-    if os.path.exists(path) and not os.access(path, os.W_OK):
-        raise OutputError(f"output file is not writable: {path}")
+    if target.existing is not None and not os.access(target.path, os.W_OK):
+        raise OutputError(f"output file is not writable: {target.path}")
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # exists, owned by someone else
+        return True
+    return True
+
+
+def remove_stale_temp_files(folder: str) -> int:
+    """Remove the temp files of semhuff writes whose process is gone; how many were removed."""
+    removed = 0
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return 0
+    for name in names:
+        match = _STALE.match(name)
+        if match and not _alive(int(match.group(1))):
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(folder, name))
+                removed += 1
+    return removed
+
+
+def _finish(tmp: str, target: Target) -> None:
+    """Give the temp file the target's permissions (and owner, where allowed), then rename."""
+    os.chmod(tmp, target.mode)
+    if target.existing is not None:
+        with contextlib.suppress(OSError):
+            os.chown(tmp, target.existing.st_uid, target.existing.st_gid)
+    os.replace(tmp, target.path)
 
 
 @contextlib.contextmanager
-def atomic_path(path: str):
-    """Like ``atomic_output`` for writers that insist on a file name (gensim's): yield a temp
-    path beside ``path`` and rename it into place on success."""
-    path = os.fspath(path)
+def atomic_path(path, suffix: str = ""):
+    """For writers that insist on a file name (gensim's): yield a temp path beside the target and
+    rename it into place on success. A FIFO or device is yielded as it is; for one of the
+    process's streams (``/dev/stdout``) the temp file is copied into the stream on success, so
+    a redirect (``>>``) is honoured and a failed write emits nothing. The temp name ends in
+    ``suffix`` (``.gz``: for writers that compress by the name)."""
     check_writable(path)
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=folder)
+    target = resolve_target(path)
+    if target.special and target.stream is None:
+        yield target.path
+        return
+    folder = tempfile.gettempdir() if target.special else os.path.dirname(target.path)
+    remove_stale_temp_files(folder)
+    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(target.path)}{_TMP_MARK}{os.getpid()}-",
+                               suffix=".tmp" + suffix, dir=folder)
     os.close(fd)
     try:
         yield tmp
-        os.replace(tmp, path)
-    except BaseException:
+        if target.special:
+            _copy_into_stream(tmp, target.stream)
+        else:
+            _finish(tmp, target)
+    finally:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
-        raise
+
+
+def _copy_into_stream(tmp: str, fd: int) -> None:
+    for stream in (sys.stdout, sys.stderr):  # keep the order of what was printed before
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            stream.flush()
+    with open(tmp, "rb") as src, os.fdopen(os.dup(fd), "wb") as dst:
+        shutil.copyfileobj(src, dst, 1 << 20)
 
 
 @contextlib.contextmanager
-def atomic_output(path: str, mode: str = "wb"):
+def atomic_output(path, mode: str = "wb"):
     """Yield a file object for a temp file next to ``path``; rename it to ``path`` on success,
-    delete it on any error."""
+    delete it on any error (special files: as ``atomic_path``)."""
     with atomic_path(path) as tmp:
         with open(tmp, mode) as fh:
             yield fh
@@ -55,3 +180,23 @@ def atomic_output(path: str, mode: str = "wb"):
 def atomic_write_npz(path: str, arrays: dict) -> None:
     with atomic_output(path, "wb") as fh:
         np.savez(fh, **arrays)
+
+
+def is_stdout(path) -> bool:
+    """Whether ``path`` is this process's standard output (``-o /dev/stdout``): then the
+    output owns stdout and messages go to stderr."""
+    try:
+        return os.path.samestat(os.stat(os.fspath(path)), os.fstat(sys.stdout.fileno()))
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def json_safe(value):
+    """``value`` with NaN and infinities as None (null): strict JSON has no such numbers."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return value

@@ -9,9 +9,9 @@ from typing import List, Optional, Sequence, Union
 
 import numpy as np
 
-from .corpus import DEFAULT_MAX_SENTENCE_LENGTH, as_corpus
+from .corpus import DEFAULT_MAX_SENTENCE_LENGTH, as_corpus, is_one_shot
 from .devices import check_layer_device, make_device
-from .errors import ModelFileError, OptionError, SemhuffError, TrainingDiverged
+from .errors import CorpusError, ModelFileError, OptionError, SemhuffError, TrainingDiverged
 from .hooks import Hook
 from .io_utils import atomic_output
 from .layers import OutputLayer, layer_class, layer_from_state
@@ -50,6 +50,10 @@ def _check_options(vector_size, window, min_count, sample, alpha, min_alpha, epo
     need(isinstance(epochs, (int, np.integer)) and epochs >= 1, f"epochs must be >= 1, got {epochs!r}")
     need(isinstance(workers, (int, np.integer)) and workers >= 1, f"workers must be >= 1, got {workers!r}")
     layer_class(loss)  # a registered output layer
+    need(negative == 5 or "negative" in layer_class(loss).options,  # never silently unused
+         f"negative={negative!r} is a negative-sampling setting that loss={loss!r} does not use "
+         f"(loss='ns' trains with negative sampling; semhuff.gensim.Word2Vec takes gensim's "
+         f"hs/negative switches)")
     need(loss != "ns" or (isinstance(negative, (int, np.integer)) and negative >= 1),
          f"negative sampling needs negative >= 1, got {negative!r}")
     need(loss != "hs" or hs_order in HierarchicalSoftmax.ORDERS,
@@ -121,8 +125,13 @@ class Word2Vec:
         self.layer: Optional[OutputLayer] = None
         self.reports: List[TrainReport] = []
         self.train_calls = 0  # completed train() calls, saved: each call's seed is seed + this
+        self.annotations: dict = {}  # JSON-able notes saved with the model (semhuff.gensim's)
         self._wv = None
         if sentences is not None:
+            if is_one_shot(sentences):
+                raise CorpusError("sentences is a one-shot iterator (a generator?): the vocabulary "
+                                  "scan would consume it and leave nothing to train on; pass a "
+                                  "list, a path, or an object whose __iter__ starts a new pass")
             corpus = as_corpus(sentences, self.max_sentence_length)
             self.build_vocab(corpus)
             self.train(corpus)
@@ -178,10 +187,12 @@ class Word2Vec:
         return device.open(self.syn0, self.layer, self.workers if workers is None else workers)
 
     def train(self, sentences=None, epochs: Optional[int] = None, corpus_file=None,
-              hooks: Sequence[Hook] = ()) -> TrainReport:
+              hooks: Sequence[Hook] = (), words_per_epoch: Optional[int] = None) -> TrainReport:
         """Train (or keep training) on ``sentences``; the learning rate decays linearly from
-        ``alpha`` to ``min_alpha`` over these ``epochs``. Returns the ``TrainReport``. A run
-        whose loss or weights become non-finite raises ``TrainingDiverged``."""
+        ``alpha`` to ``min_alpha`` over these ``epochs``, which hold ``words_per_epoch``
+        in-vocabulary words each (default: as many as the corpus the vocabulary was built from).
+        Returns the ``TrainReport``. A run whose loss or weights become non-finite raises
+        ``TrainingDiverged``."""
         if self.vocab is None:
             raise SemhuffError("build_vocab() must run before train()")
         source = sentences if sentences is not None else corpus_file
@@ -199,16 +210,21 @@ class Word2Vec:
         logger.info("training %s, %s, dim %d, window %d, %d epochs, %d workers on %s",
                     "skip-gram" if self.sg else "CBOW", self.layer.describe(), self.vector_size,
                     self.window, epochs, self.workers, self.device)
+        retained, raw = self.vocab.retained_tokens, self.vocab.total_tokens
+        if words_per_epoch is not None:
+            retained, raw = max(1, int(words_per_epoch)), max(1, int(words_per_epoch * raw / retained))
         session = self._session()
         try:
             report = train(session, self.vocab.keep_thresholds(self.sample), corpus,
-                           self.vocab.index, self.vocab.retained_tokens, self.vocab.total_tokens,
-                           settings, self.vocab.counts, hooks=list(self.hooks) + list(hooks))
+                           self.vocab.index, retained, raw, settings, self.vocab.counts,
+                           hooks=list(self.hooks) + list(hooks))
         finally:
             session.close()
             self._wv = None
         if report.raw_words == 0:
-            raise SemhuffError("the corpus yielded no tokens during training")
+            hint = (" (it is a one-shot iterator: was it consumed already?)"
+                    if is_one_shot(source) else "")
+            raise SemhuffError(f"the corpus yielded no tokens during training{hint}")
         if not (np.isfinite(self.syn0).all() and np.isfinite(self.layer.weights).all()):
             raise TrainingDiverged("training diverged: the weights became non-finite "
                                    f"(learning rate {self.alpha} too high?)")
@@ -266,7 +282,7 @@ class Word2Vec:
         meta = {"format_version": MODEL_FORMAT_VERSION, "params": self.params(),
                 "layer": {"name": self.layer.name, "config": self.layer.config()},
                 "total_tokens": self.vocab.total_tokens,
-                "train_calls": self.train_calls}
+                "train_calls": self.train_calls, "annotations": self.annotations}
         arrays = {"syn0": self.syn0, "vocab_counts": self.vocab.counts,
                   "vocab_words": _pack_words(self.vocab.words),
                   "meta": np.array(json.dumps(meta))}
@@ -293,11 +309,14 @@ class Word2Vec:
         except (OSError, KeyError, ValueError, TypeError) as exc:
             raise ModelFileError(f"not a semhuff model file: {path} ({exc})") from None
         layer = layer_from_state(name, config, layer_arrays)  # a clear error if not registered
+        if "negative" not in type(layer).options:  # files from before it had to be the default
+            params["negative"] = 5
         model = cls(**params, progress=progress)
         model.vocab = vocab
         model.layer = layer
         model.syn0 = np.ascontiguousarray(arrays["syn0"], dtype=np.float32)
         model.train_calls = int(meta.get("train_calls", 0))
+        model.annotations = dict(meta.get("annotations", {}))
         return model
 
     def save_vectors(self, path: str, fmt: str = "auto") -> str:

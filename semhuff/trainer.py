@@ -57,12 +57,26 @@ class EpochStats:
 
 
 @dataclass
+class ChunkStats:
+    """One chunk's result, in the order results arrived (the loss curve of ``--report``)."""
+
+    epoch: int
+    number: int
+    raw_words: int
+    trained_words: int
+    pairs: int
+    loss: float
+    at_seconds: float  # since training started
+
+
+@dataclass
 class TrainReport:
     seconds: float = 0.0
     compile_seconds: float = 0.0  # first use of a kernel on this machine; not in ``seconds``
     hook_seconds: float = 0.0     # time spent in hooks (inside ``seconds``)
     hook_calls: int = 0
     epochs: List[EpochStats] = field(default_factory=list)
+    chunks: List[ChunkStats] = field(default_factory=list)
 
     @property
     def raw_words(self) -> int:
@@ -260,6 +274,8 @@ def train(session, keep_thr: np.ndarray, sentences, index, retained_tokens: int,
         stats.pairs += pairs
         stats.trained_words += trained
         stats.raw_words += job.chunk.raw_tokens
+        report.chunks.append(ChunkStats(job.epoch, job.number, job.chunk.raw_tokens, trained, pairs,
+                                        loss, time.perf_counter() - started))
         state["done"] += len(job.chunk.ids)
         bar.update(job.chunk.raw_tokens)
         bar.set_postfix_str(f"epoch {job.epoch + 1}/{s.epochs} loss {stats.loss_per_pair:.4f}",

@@ -55,11 +55,22 @@ class LoadReport:
 
 def resolve_format(path: str, fmt: str = "auto") -> str:
     """The output format for ``path``: ``fmt``, or with ``auto`` the one its extension names
-    (a semhuff ``model`` when it names none)."""
+    (``.txt.gz`` / ``.bin.bz2`` are compressed word2vec files). An extension that names none
+    (``v.w2v``, no extension) is an error rather than a guess: the caller gives the format."""
+    name = os.fspath(path)
+    compressed = strip_compression(name.lower()) != name.lower()
     if fmt == "auto":
-        return _EXTENSIONS.get(os.path.splitext(path)[1].lower(), "model")
+        ext = os.path.splitext(strip_compression(name.lower()))[1]
+        if ext not in _EXTENSIONS:
+            known = ", ".join(f"{e} ({f})" for e, f in _EXTENSIONS.items())
+            raise OptionError(f"cannot tell the output format of {name!r} from its extension: "
+                              f"use {known}, or name the format (--format / fmt=)")
+        fmt = _EXTENSIONS[ext]
     if fmt not in FORMATS:
         raise OptionError(f"unknown output format {fmt!r} (choose from {', '.join(FORMATS)})")
+    if compressed and fmt not in ("text", "binary"):
+        raise OptionError(f"{name!r}: only the word2vec text and binary formats are written "
+                          f"compressed (.gz / .bz2), not {fmt}")
     return fmt
 
 
@@ -77,7 +88,45 @@ def detect_format(path: str) -> str:
         return "kv"
     if not body.strip():  # only a header line: nothing to tell binary from text
         return "binary" if strip_compression(path.lower()).endswith(".bin") else "text"
+    fields = head.split()
+    if len(fields) == 2 and fields[0].isdigit() and fields[1].isdigit() and int(fields[1]) > 0:
+        # a word2vec header: look at the first entry itself, whatever the first word's length
+        with utils.open(path, "rb") as fh:
+            fh.readline()
+            is_text = _first_entry_is_text(fh, int(fields[1]))
+        if is_text is not None:
+            return "text" if is_text else "binary"
     return "binary" if _looks_binary(body) else "text"
+
+
+def _first_entry_is_text(fh, dim: int) -> Optional[bool]:
+    """Whether the first entry after a word2vec header is a text line (the word, then ``dim``
+    numbers, then a newline) rather than the word and ``dim`` raw float32 values; None when the
+    file ends before that can be told. The word is skipped however long it is (a corpus can
+    hold a megabyte "token"), so its text is never mistaken for the format."""
+    rest = b""
+    while True:
+        block = fh.read(1 << 16)
+        if not block:
+            return None
+        space = block.find(b" ")
+        if space >= 0:
+            rest = block[space + 1:]
+            break
+    limit = 64 * dim + 64  # far more than dim numbers written as text
+    while b"\n" not in rest and len(rest) < limit:
+        block = fh.read(1 << 16)
+        if not block:
+            break
+        rest += block
+    numbers = rest.split(b"\n", 1)[0].split()
+    if len(numbers) != dim:
+        return False
+    try:
+        [float(x) for x in numbers]
+    except ValueError:
+        return False
+    return True
 
 
 def _looks_binary(sample: bytes) -> bool:
@@ -210,15 +259,16 @@ def _as_keyed_vectors(obj, label: str):
 
 # -- writing ---------------------------------------------------------------------------------------
 
-def to_keyed_vectors(words: Sequence[str], counts, vectors: np.ndarray):
+def to_keyed_vectors(words: Sequence[str], counts, vectors: np.ndarray, copy: bool = True):
     """A gensim ``KeyedVectors`` of ``words`` (in this order) with their ``count`` attribute and
-    a float32 copy of ``vectors``."""
+    a float32 copy of ``vectors`` (with ``copy=False``: ``vectors`` itself, a float32 array, so
+    the ``KeyedVectors`` sees every later update, as a gensim model's ``.wv`` does)."""
     from gensim.models import KeyedVectors
 
     kv = KeyedVectors(vectors.shape[1], count=len(words), dtype=np.float32)
     kv.index_to_key = list(words)
     kv.key_to_index = {w: i for i, w in enumerate(kv.index_to_key)}
-    kv.vectors = np.array(vectors, dtype=np.float32, copy=True)
+    kv.vectors = np.array(vectors, dtype=np.float32, copy=True) if copy else vectors
     kv.allocate_vecattrs(["count"], [np.int64])
     kv.expandos["count"][:] = counts
     return kv
@@ -230,6 +280,7 @@ def save_keyed_vectors(kv, path: str, fmt: str) -> None:
     if fmt == "kv":
         with atomic_output(path) as fh:
             kv.save(fh, separately=[])
-    else:
-        with atomic_path(path) as tmp:
+    else:  # gensim compresses by the name's extension: the temp file keeps it
+        name = os.fspath(path).lower()
+        with atomic_path(path, suffix=name[len(strip_compression(name)):]) as tmp:
             kv.save_word2vec_format(tmp, binary=(fmt == "binary"))

@@ -113,3 +113,18 @@ def test_score_refuses_negative_sampling_in_one_line(tmp_path, capsys, lee_path)
     assert score_main([str(model_path), lee_path]) == 2
     err = capsys.readouterr().err
     assert "normalised" in err and len(err.strip().splitlines()) == 1
+
+
+def test_diverged_run_exits_2_and_keeps_the_old_file(tmp_path, capsys):
+    """Issue 12.2: `--loss ns --alpha 0.8` on lee used to write NaN over the user's vectors and
+    exit 0."""
+    import os
+    out = tmp_path / "v.bin"
+    out.write_bytes(b"good old vectors")
+    os.chmod(out, 0o644)
+    code, stdout, err = run(["lee", "--loss", "ns", "--alpha", "0.8", "-o", str(out), "--no-progress",
+                             "--workers", "1"], capsys)
+    assert code == 2 and stdout == ""
+    assert err.startswith("semhuff-train: error: training diverged") and "learning rate 0.8" in err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert out.read_bytes() == b"good old vectors" and os.listdir(tmp_path) == ["v.bin"]

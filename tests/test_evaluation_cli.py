@@ -230,3 +230,98 @@ def test_make_synonym_pairs_script(tmp_path, capsys):
     assert lines == ["car\tauto", "run\trace"]
     assert make_synonym_pairs.main(["--wordnet", str(tmp_path / "none"), "-o", str(out)]) == 2
     assert capsys.readouterr().err.strip().endswith(f"not found at {tmp_path / 'none'}")
+
+
+# ---------------------------------------------------------------- failures are failures (issue 12.2)
+
+def nan_kv(rows=slice(3, 4)):
+    kv = small_kv()
+    kv.vectors[rows] = np.nan
+    return kv
+
+
+def test_cli_refuses_non_finite_vectors(tmp_path, capsys, datasets):
+    nan_kv().save_word2vec_format(str(tmp_path / "nan.bin"), binary=True)
+    small_kv().save_word2vec_format(str(tmp_path / "good.txt"))
+    code, out, err = run_cli(capsys, tmp_path / "nan.bin", *task_args(datasets))
+    assert code == 2 and out == ""
+    assert "1 of 10 vectors are not finite" in err and "Traceback" not in err
+    code, out, err = run_cli(capsys, tmp_path / "good.txt", tmp_path / "nan.bin", *task_args(datasets))
+    assert code == 2 and out.splitlines()[0].split()[-1] == "good"  # the good one still runs
+
+
+def test_suite_flags_non_finite_vectors_given_in_memory(datasets):
+    from semhuff.evaluation import LoadedVectors, LoadReport, SuiteConfig, run_suite
+    from semhuff.evaluation.synonyms import evaluate_synonyms, read_synonym_pairs
+    from semhuff.evaluation.vectors import Lookup
+
+    # what the scorer alone makes of NaN vectors: an MRR no ranking can have
+    pairs = read_synonym_pairs(datasets["--synonyms"])
+    mrr = evaluate_synonyms(Lookup(nan_kv(slice(None))), pairs)[1].value
+    assert mrr > 1  # the issue's 1.17
+    kv = nan_kv()
+    report = run_suite([LoadedVectors("nan", kv, LoadReport("mem", len(kv), 8))],
+                       SuiteConfig(tasks=("synonyms",), synonym_file=datasets["--synonyms"]))
+    assert report.models[0].scores == [] and "not finite" in report.failed[0]
+
+
+def test_an_impossible_value_is_a_failure_not_a_number(tmp_path, capsys, datasets, monkeypatch):
+    from semhuff.evaluation import synonyms
+    from semhuff.evaluation.results import Score, out_of_range
+
+    real = synonyms.evaluate_synonyms
+
+    def broken(*args, **kwargs):
+        scores = real(*args, **kwargs)
+        scores[1].value = 1.17
+        return scores
+
+    monkeypatch.setattr(synonyms, "evaluate_synonyms", broken)
+    small_kv().save_word2vec_format(str(tmp_path / "v.txt"))
+    code, out, err = run_cli(capsys, tmp_path / "v.txt", *task_args(datasets, "synonyms,similarity"))
+    assert code == 1
+    assert "synonyms/syn failed for v: impossible value MRR = 1.17 outside [0, 1]" in err
+    assert "MRR" not in out.split("FAILED")[0] and "spearman" in out
+    assert out_of_range(Score("similarity", "x", "spearman", 0.5)) is None
+    assert out_of_range(Score("synonyms", "x", "MR", 0.5))
+    assert out_of_range(Score("pos", "x", "accuracy", float("nan"))) is None
+
+
+def test_a_task_that_fails_makes_the_exit_code_non_zero(tmp_path, capsys):
+    small_kv().save_word2vec_format(str(tmp_path / "v.txt"))
+    (tmp_path / "train.txt").write_text("king NN\nqueen NN\n\nman NN\n")  # one tag: cannot train
+    (tmp_path / "test.txt").write_text("king NN\n")
+    code, out, err = run_cli(capsys, tmp_path / "v.txt", "--tasks", "pos", "--pos-corpora", "none",
+                             "--pos-files", f"own={tmp_path / 'train.txt'},{tmp_path / 'test.txt'}", "-q")
+    assert code == 1 and "pos/own failed for v" in err and "FAILED" in out
+
+
+def test_columns_are_named_so_they_can_be_told_apart(tmp_path, capsys, datasets):
+    kv = small_kv()
+    kv.save_word2vec_format(str(tmp_path / "v.bin"), binary=True)
+    kv.save_word2vec_format(str(tmp_path / "v.txt"))
+    kv.save(str(tmp_path / "v.kv"))
+    code, out, err = run_cli(capsys, tmp_path / "v.bin", tmp_path / "v.kv", tmp_path / "v.txt",
+                             *task_args(datasets, "similarity"))
+    assert code == 0, err
+    assert out.splitlines()[0].split()[3:] == ["v.bin", "v.kv", "v.txt"]
+    (tmp_path / "a").mkdir()
+    kv.save_word2vec_format(str(tmp_path / "a" / "v.txt"))
+    code, out, err = run_cli(capsys, tmp_path / "v.txt", tmp_path / "a" / "v.txt", "named=" + str(tmp_path / "v.bin"),
+                             *task_args(datasets, "similarity"))
+    assert out.splitlines()[0].split()[3:] == [str(tmp_path / "v.txt"), str(tmp_path / "a" / "v.txt"), "named"]
+
+
+def test_eval_into_a_closed_pipe_ends_quietly(tmp_path, datasets):
+    import os
+    import subprocess
+    import sys
+    small_kv().save_word2vec_format(str(tmp_path / "v.txt"))
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before the first line: `| head -0`
+    proc = subprocess.run([sys.executable, "-m", "semhuff.cli.evaluate", str(tmp_path / "v.txt"),
+                           *task_args(datasets)], stdout=write, stderr=subprocess.PIPE, text=True)
+    os.close(write)
+    assert proc.returncode == 141  # as a process killed by SIGPIPE
+    assert "Broken pipe" not in proc.stderr and "Traceback" not in proc.stderr
+    assert "Exception ignored" not in proc.stderr

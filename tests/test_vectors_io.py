@@ -76,7 +76,13 @@ def test_semhuff_model_gives_its_vectors_and_counts(tmp_path):
 
 
 def test_formats_and_objects(tmp_path, kv):
-    assert resolve_format("out.npz") == resolve_format("out") == "model"
+    assert resolve_format("out.npz") == resolve_format("out.w2v", "model") == "model"
+    assert resolve_format("v.txt.gz") == "text" and resolve_format("v.bin.bz2") == "binary"
+    for name in ("v.w2v", "out"):  # issue 12.5: never a silent zip model
+        with pytest.raises(OptionError, match="cannot tell the output format"):
+            resolve_format(name)
+    with pytest.raises(OptionError, match="only the word2vec text and binary formats"):
+        resolve_format("v.kv.gz")
     with pytest.raises(OptionError, match="unknown output format"):
         resolve_format("out.npz", "pickle")
     assert read_vectors(kv)[0] is kv

@@ -7,6 +7,7 @@ import json
 import math
 from typing import Optional
 
+from ..io_utils import json_safe
 from .results import Score
 from .suite import Report
 
@@ -103,6 +104,7 @@ def _notes(report: Report) -> list[str]:
                          + ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in problems.items()))
     notes += _pos_baselines(report)
     notes += report.skipped
+    notes += [f"FAILED: {message}" for message in report.failed]
     return ([""] + notes) if notes else []
 
 
@@ -124,6 +126,7 @@ def to_json(report: Report) -> dict:
         "seconds": round(report.seconds, 3),
         "settings": report.settings,
         "skipped": report.skipped,
+        "failed": report.failed,
         "models": [
             {**{k: v for k, v in dataclasses.asdict(m).items() if k != "scores"},
              "scores": [s.to_dict() for s in m.scores]}
@@ -132,19 +135,8 @@ def to_json(report: Report) -> dict:
     }
 
 
-def _finite(value):
-    """NaN and infinities become null: JSON has no such numbers."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
-    return value
-
-
 def dump_json(report: Report, handle) -> None:
-    json.dump(_finite(to_json(report)), handle, indent=2, allow_nan=False, default=str)
+    json.dump(json_safe(to_json(report)), handle, indent=2, allow_nan=False, default=str)
     handle.write("\n")
 
 

@@ -1,5 +1,9 @@
 """Run every requested task on every model: data sets are read once, a missing one is skipped
-with a message (never an exception), and each model gets its list of :class:`Score` rows."""
+with a message (never an exception), and each model gets its list of :class:`Score` rows.
+
+A task that fails on a model (it raises, or yields a value its metric cannot take), and a model
+whose vectors are not finite, are *failures*: listed in ``Report.failed``, their numbers left
+out, and ``semhuff-eval`` exits non-zero."""
 from __future__ import annotations
 
 import contextlib
@@ -16,8 +20,8 @@ from tqdm import tqdm
 from . import analogy, pos, similarity, synonyms, thesaurus
 from .datasets import (DatasetMissing, Parsed, data_root, default_analogy_path, default_similarity_path,
                        default_wordnet_dir, SIMILARITY_FILES)
-from .results import Score
-from .vectors import DEFAULT_RESTRICT_VOCAB, LoadedVectors, Lookup
+from .results import Score, out_of_range
+from .vectors import DEFAULT_RESTRICT_VOCAB, LoadedVectors, Lookup, non_finite_message
 
 logger = logging.getLogger(__name__)
 
@@ -67,6 +71,8 @@ class Report:
     skipped: list
     settings: dict
     seconds: float = 0.0
+    #: tasks that failed on a model: "task/dataset failed for model: why"
+    failed: list = dataclasses.field(default_factory=list)
 
 
 # A prepared data set: (task, data set name, evaluate(lookup) -> scores)
@@ -158,34 +164,48 @@ def run_suite(models: list[LoadedVectors], config: Optional[SuiteConfig] = None,
 def _run_suite(models: list[LoadedVectors], config: SuiteConfig, progress: bool) -> Report:
     started = time.perf_counter()
     skipped: list[str] = []
+    failed: list[str] = []
     jobs = prepare_jobs(config, skipped)
     results = []
     bar = tqdm(total=len(models) * len(jobs), desc="evaluating", unit="task",
                disable=None if progress else True)
     for model, name in zip(models, unique_names([m.name for m in models])):
-        lookup = Lookup(model.vectors, config.restrict_vocab, config.case_insensitive)
         report = model.report
         result = ModelResult(name, report.source, report.words, report.dimensions, {
             "malformed_lines": report.malformed_lines, "wrong_dimension_lines": report.wrong_dimension_lines,
             "duplicate_words": report.duplicate_words})
+        results.append(result)
+        problem = non_finite_message(model.vectors)
+        if problem:
+            _fail(failed, f"{name}: not evaluated: {problem}")
+            bar.update(len(jobs))
+            continue
+        lookup = Lookup(model.vectors, config.restrict_vocab, config.case_insensitive)
         for task, dataset, evaluate in jobs:
             bar.set_postfix_str(f"{name} {task}/{dataset}")
             job_started = time.perf_counter()
-            result.scores.extend(_run_one(evaluate, lookup, task, dataset, name, skipped))
+            result.scores.extend(_run_one(evaluate, lookup, task, dataset, name, failed))
             result.seconds[f"{task}/{dataset}"] = round(time.perf_counter() - job_started, 3)
             bar.update()
-        results.append(result)
     bar.close()
     settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in dataclasses.asdict(config).items()}
     settings["data_dir"] = str(config.root)
-    return Report(results, skipped, settings, time.perf_counter() - started)
+    return Report(results, skipped, settings, time.perf_counter() - started, failed)
 
 
-def _run_one(evaluate, lookup, task, name, model_name, skipped) -> list[Score]:
+def _fail(failed: list, message: str) -> None:
+    logger.error(message)
+    failed.append(message)
+
+
+def _run_one(evaluate, lookup, task, name, model_name, failed) -> list[Score]:
     try:
-        return evaluate(lookup)
+        scores = evaluate(lookup)
     except (ValueError, MemoryError) as exc:  # e.g. a POS split whose train part has one tag only
-        message = f"{task}/{name} failed for {model_name}: {exc}"
-        logger.error(message)
-        skipped.append(message)
+        _fail(failed, f"{task}/{name} failed for {model_name}: {exc}")
         return []
+    impossible = [why for why in map(out_of_range, scores) if why]
+    if impossible:  # never report a number the metric cannot take
+        _fail(failed, f"{task}/{name} failed for {model_name}: impossible value {impossible[0]}")
+        return []
+    return scores

@@ -19,7 +19,7 @@ from ..errors import VectorsError
 from ..vectors_io import LoadReport, read_vectors, strip_compression
 
 __all__ = ["DEFAULT_RESTRICT_VOCAB", "LoadReport", "LoadedVectors", "Lookup", "VectorsError",
-           "batch_rows", "load_vectors", "unit_rows"]
+           "batch_rows", "default_names", "load_vectors", "non_finite_message", "unit_rows"]
 
 #: same default as gensim's ``evaluate_word_pairs`` / ``evaluate_word_analogies``
 DEFAULT_RESTRICT_VOCAB = 300_000
@@ -46,13 +46,37 @@ def load_vectors(source, name: Optional[str] = None, fmt: str = "auto") -> Loade
         label = name or "vectors"
         kv, report = read_vectors(source)
         report.source = label
+    problem = non_finite_message(kv)
+    if problem:
+        raise VectorsError(f"{report.source}: {problem}; not evaluated")
     return LoadedVectors(label, kv, report)
+
+
+def non_finite_message(kv: KeyedVectors) -> Optional[str]:
+    """Why vectors cannot be evaluated (some are NaN or infinite: a diverged training), or
+    None. Scoring them would give numbers without meaning (an MRR above 1, say)."""
+    bad = int(np.count_nonzero(~np.isfinite(np.asarray(kv.vectors)).all(axis=1)))
+    if not bad:
+        return None
+    return f"{bad:,} of {len(kv):,} vectors are not finite (NaN or infinite: the training diverged?)"
 
 
 def _default_name(path: str) -> str:
     base = strip_compression(os.path.basename(path.rstrip(os.sep)))
     stem, ext = os.path.splitext(base)
     return stem if ext else base
+
+
+def default_names(paths: list) -> list:
+    """Column labels for files: their stems, or when two files have the same stem (``v.bin
+    v.kv``) their file names, or when those are equal too (``a/v.bin b/v.bin``) the paths as
+    given. The same path given twice keeps one label (``unique_names`` numbers the repeats)."""
+    paths = [os.fspath(p) for p in paths]
+    for label in (_default_name, lambda p: os.path.basename(p.rstrip(os.sep)), str):
+        names = [label(p) for p in paths]
+        if len(set(names)) == len(set(paths)):  # one label per distinct file
+            break
+    return names
 
 
 class Lookup:

@@ -63,8 +63,13 @@ def semhuff_tree(vocab, similarity=None, seed=1, **options) -> Tree:
     if options:
         raise TreeError(f"unknown semhuff tree option(s): {', '.join(sorted(options))}")
     if not sp.issparse(similarity):
+        from .similarity import SimilarityError, SimilarityReport
         load_options.setdefault("top_k", DEFAULT_TOP_K)
+        report = load_options["report"] = load_options.get("report") or SimilarityReport()
         similarity = load_similarity(similarity, vocab, **load_options)
+        if similarity.nnz == 0:  # a SemHuff tree without knowledge is a Huffman tree: say so
+            examples = f" (e.g. {'; '.join(report.examples[:2])})" if report.examples else ""
+            raise SimilarityError(f"no usable similarity: {report.summary()}{examples}")
     return build_semhuff(vocab, similarity, **build_options)
 
 

@@ -1,0 +1,61 @@
+"""``semhuff-train --init-model``: continue a saved model with the options the user gave.
+
+Options that shape the model (dimension, architecture, output layer, tree, vocabulary) cannot
+change when training continues: giving one that differs from the saved model is an error, never
+silently ignored. Training settings (window, learning rate, down-sampling, seed, threads,
+device) apply to the continued run and are saved with the model.
+"""
+from __future__ import annotations
+
+import argparse
+from typing import Callable, List
+
+from semhuff.errors import OptionError
+from semhuff.model import Word2Vec
+
+# CLI option (dest) -> (flag, what the model keeps, the saved model's value)
+KEPT = {
+    "dim": ("--dim", "its vector dimension", lambda m: m.vector_size),
+    "model": ("--sg/--cbow", "its architecture", lambda m: "sg" if m.sg else "cbow"),
+    "loss": ("--loss", "its output layer", lambda m: m.loss),
+    "negative": ("--negative", "its output layer",
+                 lambda m: m.negative if "negative" in type(m.layer).options else None),
+    "hs_order": ("--hs-order", "its output layer", lambda m: getattr(m.layer, "order", None)),
+    "tree": ("--tree", "its tree", lambda m: getattr(m.tree, "kind", None)),
+    "similarity": ("--similarity", "its tree", lambda m: None),
+    "min_count": ("--min-count", "its vocabulary", lambda m: m.min_count),
+    "max_vocab_size": ("--max-vocab-size", "its vocabulary", lambda m: m.max_vocab_size),
+    "max_final_vocab": ("--max-final-vocab", "its vocabulary", lambda m: m.max_final_vocab),
+}
+# CLI option (dest) -> model attribute, applied to the continued run
+APPLIED = {"window": "window", "alpha": "alpha", "min_alpha": "min_alpha", "sample": "sample",
+           "seed": "seed", "workers": "workers", "device": "device",
+           "max_sentence_length": "max_sentence_length"}
+
+
+def given_options(build_parser: Callable[[], argparse.ArgumentParser], argv: List[str]) -> set:
+    """The options (dests) the command line gives explicitly, whatever their value."""
+    parser = build_parser()
+    for action in parser._actions:
+        action.default = argparse.SUPPRESS
+    return set(vars(parser.parse_args(argv)))
+
+
+def continue_model(args, given: set, progress: bool) -> Word2Vec:
+    """The model of ``--init-model``, with the given training settings applied; an
+    ``OptionError`` naming every given option the saved model cannot take."""
+    model = Word2Vec.load(args.init_model, progress=progress)
+    conflicts = []
+    for dest, (flag, what, saved) in KEPT.items():
+        if dest in given and getattr(args, dest) != saved(model):
+            conflicts.append(f"{flag} {getattr(args, dest)} (the model keeps {what}: "
+                             f"{saved(model) if saved(model) is not None else 'none'})")
+    if conflicts:
+        raise OptionError(f"--init-model {args.init_model} cannot change: {'; '.join(conflicts)}; "
+                          f"leave these options out to continue training it")
+    changes = {attr: getattr(args, dest) for dest, attr in APPLIED.items()
+               if dest in given or dest == "workers"}
+    Word2Vec(**{**model.params(), **changes}, progress=False)  # validates the new settings
+    for attr, value in changes.items():
+        setattr(model, attr, value)
+    return model
