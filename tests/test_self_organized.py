@@ -116,7 +116,9 @@ def test_two_level_step_and_statistic_match_the_reference(sg):
 
 def test_binary_statistic_matches_the_cluster_distribution():
     """The SO_HS body's sampled statistic: with every centre sampled and lam = 0, q[w] is
-    log2 P(c | h) of the last context h that predicted w (here one sentence, one pair)."""
+    log2 P(c | h) of the last context h that predicted w (here one sentence, one pair). The
+    body reads log sigmoid from the training table (bins 0.0117 wide, slope <= 1: at most
+    0.006 nats a node), so a few nodes deep it is within 0.05 bits of the exact value."""
     vocab = _vocab(20)
     layer = SelfOrganizedHS.create(vocab, seed=2, clusters=4)
     layer.allocate(len(vocab), DIM)
@@ -134,8 +136,9 @@ def test_binary_statistic_matches_the_cluster_distribution():
                                        syn0, layer.weights, layer.kernel_args(), loop.no_stats(),
                                        np.full(len(vocab), 0xFFFFFFFF, np.uint32), 1, False, 0.0,
                                        0.0, 0, 1, np.uint64(1))
+    assert max(expected.values()) - min(expected.values()) > 2  # clusters far apart: a real check
     for c, value in expected.items():
-        assert layer.organizer.q[centre, c] == pytest.approx(value, rel=1e-5)
+        assert layer.organizer.q[centre, c] == pytest.approx(value, abs=0.05)
 
 
 # -- the greedy assignment ---------------------------------------------------------------------------
