@@ -6,10 +6,22 @@ tree-building time, training words/s, scoring speed and, with ``--suite``, the e
     python -m semhuff.eval.compare_trees --out /tmp/trees            # huffman, semhuff-wn, semhuff-boot
     python -m semhuff.eval.compare_trees --out /tmp/trees --methods huffman,ns --suite
 
-Methods (``METHODS``): ``unigram`` (an untrained Huffman model: every branch 1/2, i.e. the
-unigram distribution; the floor a model must beat), ``huffman``, ``semhuff-wn`` (SemHuff over
-WordNet similarity), ``semhuff-boot`` (SemHuff over the top-30 cosine neighbours of this run's
-``huffman`` vectors), ``ns`` (negative sampling: no probabilities, suite only).
+Methods (``METHODS``: name -> (loss, tree, layer options)):
+
+* ``unigram``: an untrained Huffman model (every branch 1/2, i.e. the unigram distribution);
+* ``huffman``; ``semhuff-wn`` (SemHuff over WordNet similarity); ``semhuff-boot`` (SemHuff over
+  the top-30 cosine neighbours of this run's ``huffman`` vectors);
+* ``random``, ``alphabetical``: balanced trees over the words in a random / alphabetical order
+  (the p-tHSM poster's baselines); ``clusters``: random clusters in binary form, never
+  re-organized (the self-organized tree's starting point);
+* ``so-binary``: the self-organized binary tree; ``so-binary-lift``: the same, ranked by lift;
+* ``so-two-level``: the self-organized two-level class softmax; ``freq-class``: the two-level
+  class softmax over frequency-binned classes (Mikolov et al. 2011);
+* ``ns``: negative sampling (no probabilities: suite only).
+
+Self-organized methods measure cluster / in-cluster perplexity on the first 20,000 held-out
+tokens at every re-assignment (their history, saved in ``<method>.npz``, plotted by
+``semhuff-tree clusters MODEL --plot``).
 
 Resumable: a method whose record (``<method>.json``) exists in ``--out`` is not run again. The
 split files, vectors and records stay in ``--out`` (use /tmp, never the repository);
@@ -24,7 +36,9 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Callable, Dict, Optional
+from typing import Dict
+
+import numpy as np
 
 from semhuff.data import missing_message, shared_corpus
 
@@ -85,19 +99,18 @@ class Comparison:
         return make_tree("semhuff", self.vocab(), similarity=similarity)
 
     def tree_for(self, method: str):
-        """(tree spec for Word2Vec, loss)."""
-        if method in ("unigram", "huffman"):
-            return "huffman", "hs"
-        if method == "ns":
-            return "huffman", "ns"
-        if method == "semhuff-wn":
-            return self.semhuff_tree("wordnet"), "hs"
-        if method == "semhuff-boot":
+        """(tree spec for Word2Vec, loss, layer options)."""
+        loss, tree, options = METHODS[method]
+        if tree == "semhuff-wn":
+            tree = self.semhuff_tree("wordnet")
+        elif tree == "semhuff-boot":
             source = self.vectors("huffman")
             if not source.exists():
                 raise SystemExit(f"{source} is missing: run the huffman method first")
-            return self.semhuff_tree(str(source)), "hs"
-        raise SystemExit(f"unknown method {method!r}")
+            tree = self.semhuff_tree(str(source))
+        if tree == "self-organized":
+            options = dict(options, heldout=str(self.test_path), heldout_tokens=20_000)
+        return tree, loss, options
 
     # -- one method ----------------------------------------------------------------------------
     def run(self, method: str) -> dict:
@@ -107,11 +120,11 @@ class Comparison:
         if record.exists():
             return json.loads(record.read_text())
         started = time.perf_counter()
-        tree, loss = self.tree_for(method)
+        tree, loss, options = self.tree_for(method)
         tree_seconds = time.perf_counter() - started
         model = Word2Vec(vector_size=a.dim, window=a.window, min_count=a.min_count,
                          sample=a.sample, sg=1, loss=loss, tree=tree, epochs=a.epochs,
-                         workers=a.workers, seed=a.seed, progress=False)
+                         workers=a.workers, seed=a.seed, progress=False, layer_options=options)
         model.set_vocab(self.vocab())
         info = {"method": method, "layer": model.layer.describe(),
                 "tree_seconds": round(tree_seconds, 2), "vocab_size": len(model.vocab)}
@@ -122,13 +135,26 @@ class Comparison:
             report = model.train(str(self.train_path))
             info.update(train_seconds=round(report.seconds, 2),
                         words_per_second=round(report.words_per_second),
-                        loss_per_pair=[e.loss_per_pair for e in report.epochs])
+                        loss_per_pair=[e.loss_per_pair for e in report.epochs],
+                        hook_seconds=round(report.hook_seconds, 2))
             model.save_vectors(str(self.vectors(method)))
+        organizer = getattr(model.layer, "organizer", None)
+        if organizer is not None and len(organizer.history):
+            history = organizer.history_dict()
+            info.update(reassign_seconds=round(float(np.nansum(history["seconds"])), 2),
+                        diagnose_seconds=round(float(np.nansum(history["diagnose_seconds"])), 2),
+                        history={k: [None if np.isnan(v) else float(v) for v in vs]
+                                 for k, vs in history.items()})
+            model.save(str(self.out / f"{method}.npz"))
         if model.layer.normalised:
-            score = model.score(str(self.test_path))
+            clustered = getattr(model.layer, "has_clusters", False)
+            score = model.score(str(self.test_path), clusters=clustered)
             info.update(heldout_mean_nll=score.mean_nll, heldout_perplexity=score.perplexity,
                         heldout_predictions=score.predictions, score_seconds=round(score.seconds, 2),
                         score_words_per_second=round(score.words_per_second))
+            if clustered:
+                info.update(cluster_perplexity=score.cluster_perplexity,
+                            in_cluster_perplexity=score.in_cluster_perplexity)
             log(f"{method}: {score.summary()}")
         if a.suite and method != "unigram":
             info["suite"] = self.suite(method)
@@ -146,13 +172,18 @@ def markdown(records: list, args) -> str:
     lines = [f"Skip-gram, dim {args.dim}, window {args.window}, {args.epochs} epochs, sample "
              f"{args.sample}, min_count {args.min_count}, seed {args.seed}, {args.workers} workers; "
              f"trained on all but the last {args.held_out:,} tokens of {args.corpus}, scored on those.",
-             "", "| method | layer | held-out nll/prediction | perplexity | tree s | train words/s | "
-             "score words/s |", "|---|---|---:|---:|---:|---:|---:|"]
-    f = lambda r, k, spec: format(r[k], spec) if k in r else "–"
+             "", "| method | layer | held-out nll/prediction | perplexity | cluster / in-cluster "
+             "ppl | tree s | train words/s | re-assign + diagnose s | score words/s |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    f = lambda r, k, spec: format(r[k], spec) if r.get(k) is not None else "–"
     for r in records:
+        clusters = (f"{f(r, 'cluster_perplexity', ',.1f')} / {f(r, 'in_cluster_perplexity', ',.1f')}"
+                    if "cluster_perplexity" in r else "–")
+        hooks = (f"{f(r, 'reassign_seconds', '.1f')} + {f(r, 'diagnose_seconds', '.1f')}"
+                 if "reassign_seconds" in r else "–")
         lines.append(f"| {r['method']} | {r['layer']} | {f(r, 'heldout_mean_nll', '.4f')} | "
-                     f"{f(r, 'heldout_perplexity', ',.1f')} | {f(r, 'tree_seconds', '.1f')} | "
-                     f"{f(r, 'words_per_second', ',')} | {f(r, 'score_words_per_second', ',')} |")
+                     f"{f(r, 'heldout_perplexity', ',.1f')} | {clusters} | {f(r, 'tree_seconds', '.1f')} | "
+                     f"{f(r, 'words_per_second', ',')} | {hooks} | {f(r, 'score_words_per_second', ',')} |")
     suites = [r for r in records if "suite" in r]
     if suites:
         lines += ["", "| task | " + " | ".join(r["method"] for r in suites) + " |",
@@ -164,7 +195,20 @@ def markdown(records: list, args) -> str:
     return "\n".join(lines) + "\n"
 
 
-METHODS = ("unigram", "huffman", "semhuff-wn", "semhuff-boot", "ns")
+METHODS = {
+    "unigram": ("hs", "huffman", {}),
+    "huffman": ("hs", "huffman", {}),
+    "semhuff-wn": ("hs", "semhuff-wn", {}),
+    "semhuff-boot": ("hs", "semhuff-boot", {}),
+    "random": ("hs", "random", {}),
+    "alphabetical": ("hs", "alphabetical", {}),
+    "clusters": ("hs", "clusters", {}),
+    "so-binary": ("hs", "self-organized", {}),
+    "so-binary-lift": ("hs", "self-organized", {"criterion": "lift"}),
+    "so-two-level": ("class", "self-organized", {}),
+    "freq-class": ("class", "frequency", {}),
+    "ns": ("ns", "huffman", {}),
+}
 
 
 def main(argv=None) -> int:

@@ -24,12 +24,15 @@ gamma x sqrt(V) words, token share below the budget f_b).
 
 Which q the greedy ranks by (``criterion``). q(w, c) = E[log2 P(c | h) | w] holds the prior of
 cluster c as well as w's affinity to it: a cluster the model predicts often scores high for
-every word. Ranked as printed (``"log-prob"``), the first words in frequency order take the
-most-predicted clusters whatever their contexts; on a corpus with planted word classes this
-leaves the classes mixed (docs/self_organized.md), because with skip-gram's one-word contexts
-P(c | h) is flat enough for the prior to dominate. ``"lift"`` ranks by q(w, c) minus the
-token-weighted mean of q(., c) over all words: how much more c is predicted around w than
-around words in general.
+every word. ``"log-prob"`` (default) ranks by q as the paper does (eq. 7: it minimises the
+cluster perplexity); the first words in frequency order then take the most-predicted clusters.
+``"lift"`` ranks by q(w, c) minus the token-weighted mean of q(., c) over all words: how much
+more c is predicted around w than around words in general. On planted word classes lift
+recovers the classes where log-prob leaves some mixed; on real text log-prob reaches the lower
+cluster perplexity and moves fewer words (docs/self_organized.md has the measurements).
+
+``margin`` (bits, default 0 as in the paper): a word leaves its cluster only for one that ranks
+higher by more than this.
 """
 from __future__ import annotations
 
@@ -51,7 +54,8 @@ SMOOTHINGS = ("interval", "epoch", "printed")
 CRITERIA = ("lift", "log-prob")
 DEFAULT_REASSIGN_EVERY = 1_000_000
 HISTORY_FIELDS = ("words_done", "epoch", "changed_share", "changed_mass", "fallback",
-                  "rows_kept", "seconds", "cluster_ppl", "in_cluster_ppl", "ppl")
+                  "rows_kept", "seconds", "cluster_ppl", "in_cluster_ppl", "ppl",
+                  "diagnose_seconds")
 
 
 class SelfOrganizer:
@@ -59,8 +63,9 @@ class SelfOrganizer:
     ``lam`` are handed to the kernels; ``history`` has one row per re-assignment."""
 
     def __init__(self, clusters: Optional[int] = None, reassign_every: int = DEFAULT_REASSIGN_EVERY,
-                 cluster_init: str = "random", smoothing: str = "epoch", criterion: str = "lift",
-                 gamma: float = 1.5, freq_budget: float = 0.1, seed: int = 1):
+                 cluster_init: str = "random", smoothing: str = "epoch", criterion: str = "log-prob",
+                 margin: float = 0.0, gamma: float = 1.5, freq_budget: float = 0.1,
+                 seed: int = 1):
         if criterion not in CRITERIA:
             raise OptionError(f"criterion must be one of {', '.join(CRITERIA)}, got {criterion!r}")
         if smoothing not in SMOOTHINGS:
@@ -78,6 +83,9 @@ class SelfOrganizer:
         self.cluster_init = cluster_init
         self.smoothing = smoothing
         self.criterion = criterion
+        if not margin >= 0.0:
+            raise OptionError(f"margin must be >= 0 bits, got {margin!r}")
+        self.margin = float(margin)
         self.gamma = float(gamma)
         self.freq_budget = float(freq_budget)
         self.seed = int(seed)
@@ -118,6 +126,9 @@ class SelfOrganizer:
         ranking = self.q
         if self.criterion == "lift":
             ranking = self.q - (counts @ self.q / counts.sum()).astype(np.float32)
+        if self.margin:  # a word leaves its cluster only for one better by more than the margin
+            ranking = ranking.copy()
+            ranking[np.arange(V), self.cluster_of] += np.float32(self.margin)
         new, fallback = greedy_assign(ranking, counts, C, cluster_capacity(V, C, self.gamma),
                                       self.freq_budget)
         changed = new != self.cluster_of
@@ -137,7 +148,7 @@ class SelfOrganizer:
     def config(self) -> dict:
         return {"clusters": self.clusters, "reassign_every": self.reassign_every,
                 "cluster_init": self.cluster_init, "smoothing": self.smoothing,
-                "criterion": self.criterion,
+                "criterion": self.criterion, "margin": self.margin,
                 "gamma": self.gamma, "freq_budget": self.freq_budget, "seed": self.seed}
 
     def arrays(self) -> Dict[str, np.ndarray]:
@@ -164,10 +175,12 @@ class ReassignHook(Hook):
         self.layer.prepare(context)
 
     def on_words(self, context) -> None:
-        started = time.perf_counter()
         row = {"words_done": context.words_done, "epoch": context.epoch}
-        if self.heldout is not None:
+        if self.heldout is not None:  # measured before the clusters change: the model as trained
+            started = time.perf_counter()
             row.update(self.layer.diagnose(context, self.heldout))
+            row["diagnose_seconds"] = time.perf_counter() - started
+        started = time.perf_counter()
         row.update(self.layer.reorganize(context))
         row["seconds"] = time.perf_counter() - started
         self.layer.organizer.record(row)
@@ -180,8 +193,8 @@ class ReassignHook(Hook):
 
 def organizer_options(options: dict) -> dict:
     """The SelfOrganizer's settings among a layer's options (the rest is refused by the caller)."""
-    keys = ("clusters", "reassign_every", "cluster_init", "smoothing", "criterion", "gamma",
-            "freq_budget")
+    keys = ("clusters", "reassign_every", "cluster_init", "smoothing", "criterion", "margin",
+            "gamma", "freq_budget")
     return {k: options.pop(k) for k in keys if k in options}
 
 

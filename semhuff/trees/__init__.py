@@ -94,4 +94,14 @@ def alphabetical_tree(vocab, similarity=None, seed=1, **options) -> Tree:
     return balanced_tree(np.argsort(np.array(vocab.words, dtype=object), kind="stable"), "alphabetical")
 
 
+@register_tree_builder("clusters")
+def random_clusters_tree(vocab, similarity=None, seed=1, clusters=None, **options) -> Tree:
+    """Random clusters (about sqrt(V)) in their binary form (``clusters.cluster_tree``): the
+    self-organized tree's starting point, never re-organized (a baseline)."""
+    _no_options("clusters", similarity, options)
+    from .clusters import cluster_tree, default_clusters, random_clusters
+    n = clusters or default_clusters(len(vocab))
+    return cluster_tree(random_clusters(len(vocab), n, seed), vocab.counts, n, kind="clusters")[0]
+
+
 __all__ = ["TREE_BUILDERS", "make_tree", "register_tree_builder"]

@@ -124,9 +124,10 @@ def _huffman_block(weights: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
 def cluster_tree(cluster_of: np.ndarray, counts, n_clusters: int,
                  kind: str = "clusters") -> Tuple[Tree, np.ndarray]:
     """The binary form of a clustering: a Huffman tree over the non-empty clusters by token mass
-    on top, a Huffman tree over each cluster's words (by count) below. Returns the ``Tree`` and,
-    per word, the number of its path nodes that belong to the cluster part (``cluster_depth``:
-    the path's first ``cluster_depth[w]`` nodes predict the cluster, the rest the word in it).
+    on top, a Huffman tree over each cluster's words (by count) below, so its expected code
+    length stays close to Huffman's. Returns the ``Tree`` and, per word, the number of its path
+    nodes that belong to the cluster part (``cluster_depth``: the path's first
+    ``cluster_depth[w]`` nodes predict the cluster, the rest the word in it).
 
     Inner-node ids are laid out cluster part first (rows ``0 .. n_used - 2``), then each
     cluster's own nodes in cluster-id order, so a cluster's rows stay together."""
