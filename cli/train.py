@@ -50,17 +50,38 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--sg", dest="model", action="store_const", const="sg", help="same as --model sg")
     g.add_argument("--cbow", dest="model", action="store_const", const="cbow", help="same as --model cbow")
     g.add_argument("--loss", choices=sorted(OUTPUT_LAYERS), default="hs",
-                   help="output layer: hs (hierarchical softmax), ns (negative sampling), or one "
-                        "a --plugin registered")
+                   help="output layer: hs (hierarchical softmax over --tree), class (two-level "
+                        "class softmax over --tree's clusters), ns (negative sampling), or one a "
+                        "--plugin registered")
     g.add_argument("--negative", type=int, default=5, help="noise words per prediction (--loss ns)")
-    g.add_argument("--tree", default="huffman", metavar="KIND|FILE",
-                   help=f"tree for --loss hs: one of {', '.join(sorted(TREE_BUILDERS))}, or a tree "
-                        f"file from semhuff-tree build (same corpus and --min-count)")
+    g.add_argument("--tree", default=None, metavar="KIND|FILE",
+                   help=f"--loss hs: one of {', '.join(sorted(TREE_BUILDERS))}, self-organized, or "
+                        f"a tree file from semhuff-tree build (same corpus and --min-count); "
+                        f"default huffman. --loss class: self-organized (default), frequency or "
+                        f"random clusters")
     g.add_argument("--hs-order", choices=("mixed", "word2vec", "batched"), default="mixed",
                    help="skip-gram + HS update order: word2vec.c's (context by context), batched "
                         "(a centre's contexts per path node, p-tHSM), or mixed (batched on the top "
                         "4 tree levels, word2vec's below: scales best across threads)")
     g.add_argument("--similarity", help="similarity knowledge for --tree semhuff: wordnet, a pairs file or a vectors file")
+    g = p.add_argument_group("clusters (--tree self-organized; --loss class)")
+    g.add_argument("--clusters", type=int, help="number of clusters (default: about sqrt(V))")
+    g.add_argument("--reassign-every", type=int, metavar="WORDS",
+                   help="re-assign words to clusters every this many words (default 1,000,000)")
+    g.add_argument("--cluster-init", choices=("random", "frequency"),
+                   help="starting clusters: random (the paper) or frequency binning (default random)")
+    g.add_argument("--criterion", choices=("log-prob", "lift"),
+                   help="what the re-assignment ranks clusters by (default log-prob, the paper's)")
+    g.add_argument("--smoothing", choices=("epoch", "interval", "printed"),
+                   help="how the cluster statistic averages its samples (default epoch)")
+    g.add_argument("--margin", type=float, help="bits a cluster must beat a word's own by (default 0)")
+    g.add_argument("--samples-per-word", type=float,
+                   help="binary form: a word's centres sampled per epoch for the statistic (default 2)")
+    g.add_argument("--gamma", type=float, help="at most gamma x sqrt(V) words a cluster (default 1.5)")
+    g.add_argument("--freq-budget", type=float, help="token share a cluster may reach (default 0.1)")
+    g.add_argument("--heldout", metavar="FILE",
+                   help="measure cluster / in-cluster perplexity on FILE's first 20,000 tokens at "
+                        "every re-assignment (semhuff-tree clusters MODEL --plot draws them)")
     g = p.add_argument_group("vocabulary")
     g.add_argument("--min-count", type=int, default=5, help="drop words seen fewer times")
     g.add_argument("--max-vocab-size", type=int, help="prune while counting when the table exceeds this (word2vec.c)")
@@ -124,7 +145,7 @@ def _run(args, given=frozenset()) -> int:
                          sample=args.sample, sg=args.model == "sg", loss=args.loss,
                          negative=args.negative, similarity=args.similarity,
                          tree=args.tree if tree_file is None else "huffman",
-                         hs_order=args.hs_order,
+                         hs_order=args.hs_order, layer_options=cluster_options(args),
                          alpha=args.alpha, min_alpha=args.min_alpha, epochs=args.epochs,
                          workers=args.workers, seed=args.seed, device=args.device,
                          max_sentence_length=args.max_sentence_length, progress=progress)
@@ -147,14 +168,27 @@ def _run(args, given=frozenset()) -> int:
     return 0
 
 
-def _tree_file(spec: str) -> Optional[str]:
-    """None for a registered tree kind, the path for a tree file; an error otherwise."""
-    if spec in TREE_BUILDERS:
+CLUSTER_OPTIONS = ("clusters", "reassign_every", "cluster_init", "criterion", "smoothing", "margin",
+                   "samples_per_word", "gamma", "freq_budget", "heldout")
+LAYER_TREES = ("self-organized", "frequency")  # trees an output layer makes itself
+
+
+def cluster_options(args) -> dict:
+    """The cluster options the command line gave (the layer refuses them where they do not apply)."""
+    options = {k: getattr(args, k) for k in CLUSTER_OPTIONS if getattr(args, k) is not None}
+    if "heldout" in options:
+        options["heldout"] = resolve_corpus([options["heldout"]])[0]
+    return options
+
+
+def _tree_file(spec: Optional[str]) -> Optional[str]:
+    """None for a tree kind, the path for a tree file; an error otherwise."""
+    if spec is None or spec in TREE_BUILDERS or spec in LAYER_TREES:
         return None
     if os.path.isfile(spec):
         return spec
-    raise TreeError(f"--tree {spec!r} is neither a tree kind ({', '.join(sorted(TREE_BUILDERS))}) "
-                    f"nor a tree file")
+    kinds = ", ".join(sorted(TREE_BUILDERS) + list(LAYER_TREES))
+    raise TreeError(f"--tree {spec!r} is neither a tree kind ({kinds}) nor a tree file")
 
 
 def _use_tree_file(model, corpus, path: str) -> None:

@@ -13,6 +13,7 @@ User errors print one line on stderr and exit with status 2.
 from __future__ import annotations
 
 import argparse
+import os
 import logging
 import sys
 from typing import List, Optional
@@ -157,6 +158,43 @@ def cmd_show(args) -> int:
     return 0
 
 
+def cmd_clusters(args) -> int:
+    """The clusters of a model with a clustered output layer (Shen et al.'s Table 3) and the
+    cluster of given words; --plot draws the re-assignment history (their Fig. 1)."""
+    from semhuff.io_utils import atomic_path
+    from semhuff.layers.diagnostics import cluster_listing, plot_history
+    from semhuff.model import Word2Vec
+    model = Word2Vec.load(args.model, progress=False)
+    organizer = getattr(model.layer, "organizer", None)
+    if organizer is None:
+        raise SemhuffError(f"{args.model}: {model.layer.describe()} has no clusters")
+    vocab, cluster_of = model.vocab, organizer.cluster_of
+    rows = cluster_listing(vocab.words, vocab.counts, cluster_of, organizer.n_clusters, args.top)
+    print(f"{model.layer.describe()}: {len(rows)} non-empty clusters, "
+          f"{len(organizer.history)} re-assignments")
+    if args.sample:
+        rng = np.random.default_rng(args.seed)
+        rows = [rows[i] for i in sorted(rng.choice(len(rows), min(args.sample, len(rows)), replace=False))]
+    elif not args.words:
+        rows = rows[:args.limit]
+    if args.words:
+        missing = [w for w in args.words if w not in vocab.index]
+        if missing:
+            raise SemhuffError(f"not in the model's vocabulary: {', '.join(missing)}")
+        wanted = {int(cluster_of[vocab.index[w]]) for w in args.words}
+        rows = [r for r in rows if r[0] in wanted]
+    for cluster, size, share, members in rows:
+        print(f"cluster {cluster:4d}: {size:5d} words, {100 * share:5.2f}% of tokens: {' '.join(members)}")
+    if args.plot:
+        if not len(organizer.history):
+            raise SemhuffError("no re-assignment recorded: nothing to plot")
+        with atomic_path(args.plot) as tmp:
+            plot_history(organizer.history_dict(), tmp + ".png", model.layer.describe())
+            os.replace(tmp + ".png", tmp)
+        print(f"wrote {args.plot}")
+    return 0
+
+
 def _positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
@@ -210,6 +248,18 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--up", type=int, default=4, help="levels above the word to start from")
     show.add_argument("--max-words", type=_positive_int, default=40, help="words shown per query")
     show.set_defaults(run=cmd_show)
+
+    clusters = sub.add_parser("clusters", help="list the clusters of a self-organized (or class) "
+                              "model with their most frequent words, or the clusters of given words")
+    clusters.add_argument("model", help="a full model (.npz) with a clustered output layer")
+    clusters.add_argument("words", nargs="*", help="show only the clusters of these words")
+    clusters.add_argument("--top", type=_positive_int, default=12, help="members shown per cluster")
+    clusters.add_argument("--limit", type=_positive_int, default=20,
+                          help="clusters shown, heaviest first (without --sample or words)")
+    clusters.add_argument("--sample", type=_positive_int, help="show this many clusters at random")
+    clusters.add_argument("--seed", type=int, default=1, help="for --sample")
+    clusters.add_argument("--plot", help="write the re-assignment history as a PNG (Fig. 1)")
+    clusters.set_defaults(run=cmd_clusters)
     return parser
 
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 import math
 from typing import Dict, List, Optional
 
+import numpy as np
+
 from ..corpus import as_corpus
 from ..encode import encode_chunks
 from ..scoring import score_on_host
@@ -49,3 +51,43 @@ class ClusterDiagnostics:
             return {}
         return {"ppl": math.exp(nll / pairs), "cluster_ppl": math.exp(cluster_nll / pairs),
                 "in_cluster_ppl": math.exp((nll - cluster_nll) / pairs)}
+
+
+def cluster_listing(words, counts, cluster_of, n_clusters: int, top: int = 12):
+    """Per cluster, by descending token share: (cluster id, size, share, most frequent members)."""
+    counts = np.asarray(counts, np.float64)
+    share = np.bincount(cluster_of, weights=counts, minlength=n_clusters) / counts.sum()
+    sizes = np.bincount(cluster_of, minlength=n_clusters)
+    rows = []
+    for c in np.argsort(-share, kind="stable"):
+        if sizes[c]:
+            members = np.flatnonzero(cluster_of == c)[:top]  # ids are frequency-sorted
+            rows.append((int(c), int(sizes[c]), float(share[c]), [words[w] for w in members]))
+    return rows
+
+
+def plot_history(history: Dict[str, np.ndarray], path: str, title: str = "") -> None:
+    """Shen et al.'s Fig. 1 for one run: held-out perplexity, cluster and in-cluster perplexity
+    (when measured), and the share of words and of token mass that changed cluster, against the
+    words trained."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    words = history["words_done"] / 1e6
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(7, 6), sharex=True)
+    for key, label in (("ppl", "perplexity"), ("cluster_ppl", "cluster perplexity"),
+                       ("in_cluster_ppl", "in-cluster perplexity")):
+        if np.isfinite(history[key]).any():
+            top.plot(words, history[key], marker=".", label=label)
+    top.set_yscale("log")
+    top.set_ylabel("held-out (sample)")
+    top.legend()
+    top.set_title(title or "self-organized clusters while training")
+    bottom.plot(words, 100 * history["changed_share"], marker=".", label="words that changed cluster")
+    bottom.plot(words, 100 * history["changed_mass"], marker=".", label="their token mass")
+    bottom.set_ylabel("% at each re-assignment")
+    bottom.set_xlabel("words trained (millions)")
+    bottom.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

@@ -42,8 +42,8 @@ class HierarchicalSoftmax(OutputLayer):
             from .self_organized import SelfOrganizedHS
             return SelfOrganizedHS.create(vocab, hs_order=hs_order, seed=seed, **options)
         if options:
-            raise OptionError(f"{', '.join(sorted(options))}: options of self-organized trees, "
-                              f"not of a {tree or 'huffman'} tree")
+            raise OptionError(f"{', '.join(sorted(options))}: only for self-organized trees "
+                              f"(tree 'self-organized') and the class softmax (loss 'class')")
         if len(vocab) < 2:
             raise OptionError(f"hierarchical softmax needs at least 2 words in the vocabulary, "
                               f"got {len(vocab)} (lower min_count?)")
