@@ -279,3 +279,26 @@ def test_self_organized_options_refused_for_fixed_trees(lee_path):
         Word2Vec(lee_path, loss="hs", tree="huffman", layer_options={"reassign_every": 10})
     with pytest.raises(OptionError, match="only apply"):
         Word2Vec(lee_path, loss="class", tree="frequency", layer_options={"reassign_every": 10})
+
+
+def test_cli_trains_a_self_organized_tree_and_lists_its_clusters(tmp_path, capsys, lee_path):
+    from semhuff.cli.train import main as train
+    from semhuff.cli.tree import main as tree
+    model = tmp_path / "m.npz"
+    assert train([lee_path, "-o", str(model), "--tree", "self-organized", "--reassign-every", "20000",
+                  "--clusters", "30", "--heldout", lee_path, "--epochs", "2", "--dim", "12",
+                  "--workers", "1", "-q"]) == 0
+    capsys.readouterr()
+    plot = tmp_path / "history.png"
+    assert tree(["clusters", str(model), "--limit", "3", "--top", "5", "--plot", str(plot)]) == 0
+    out = capsys.readouterr().out
+    assert out.count("cluster ") >= 3 and "30 clusters" in out
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert tree(["clusters", str(model), "the", "government"]) == 0
+    listed = capsys.readouterr().out
+    assert " the " in listed + " " and "government" in listed
+    plain = tmp_path / "plain.npz"
+    assert train([lee_path, "-o", str(plain), "--epochs", "1", "--dim", "12", "-q"]) == 0
+    capsys.readouterr()
+    assert tree(["clusters", str(plain)]) == 2
+    assert "has no clusters" in capsys.readouterr().err
