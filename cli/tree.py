@@ -181,8 +181,12 @@ def cmd_clusters(args) -> int:
         missing = [w for w in args.words if w not in vocab.index]
         if missing:
             raise SemhuffError(f"not in the model's vocabulary: {', '.join(missing)}")
-        wanted = {int(cluster_of[vocab.index[w]]) for w in args.words}
-        rows = [r for r in rows if r[0] in wanted]
+        by_cluster = {r[0]: r for r in rows}
+        for word in args.words:
+            cluster, size, share, members = by_cluster[int(cluster_of[vocab.index[word]])]
+            print(f"{word}: cluster {cluster}, {size} words, {100 * share:.2f}% of tokens: "
+                  f"{' '.join(members)}")
+        rows = []
     for cluster, size, share, members in rows:
         print(f"cluster {cluster:4d}: {size:5d} words, {100 * share:5.2f}% of tokens: {' '.join(members)}")
     if args.plot:
