@@ -68,6 +68,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--clusters", type=int, help="number of clusters (default: about sqrt(V))")
     g.add_argument("--reassign-every", type=int, metavar="WORDS",
                    help="re-assign words to clusters every this many words (default 1,000,000)")
+    g.add_argument("--reassign-until", type=float, metavar="SHARE",
+                   help="re-assign only during this share of training, then freeze the clusters "
+                        "(default 1/3; the paper: 1)")
     g.add_argument("--cluster-init", choices=("random", "frequency"),
                    help="starting clusters: random (the paper) or frequency binning (default random)")
     g.add_argument("--criterion", choices=("log-prob", "lift"),
@@ -168,8 +171,8 @@ def _run(args, given=frozenset()) -> int:
     return 0
 
 
-CLUSTER_OPTIONS = ("clusters", "reassign_every", "cluster_init", "criterion", "smoothing", "margin",
-                   "samples_per_word", "gamma", "freq_budget", "heldout")
+CLUSTER_OPTIONS = ("clusters", "reassign_every", "reassign_until", "cluster_init", "criterion",
+                   "smoothing", "margin", "samples_per_word", "gamma", "freq_budget", "heldout")
 LAYER_TREES = ("self-organized", "frequency")  # trees an output layer makes itself
 
 
