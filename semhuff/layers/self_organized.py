@@ -120,21 +120,26 @@ def split_keys(tree: Tree, cluster_of: np.ndarray, cluster_depth: np.ndarray,
     return _split_keys(tree.parent, tree.branch, V, word_keys, root_key, n_top)
 
 
+def _pair_hash(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    # One 64-bit number per ordered pair of (random 63-bit) set keys; uint64 arithmetic wraps.
+    return a * np.uint64(0x9E3779B97F4A7C15) + b * np.uint64(0xC2B2AE3D27D4EB4F)
+
+
 def remap_rows(old_keys: np.ndarray, new_keys: np.ndarray, weights: np.ndarray) -> Tuple[np.ndarray, int]:
     """New output rows: a node that splits the same two leaf sets as an old one keeps its row
     (negated when the sides swapped), the others start at zero. Returns (rows, kept)."""
-    old = {}
-    for row, (a, b) in enumerate(old_keys.tolist()):
-        old[(a, b)] = (row, np.float32(1.0))
-        old.setdefault((b, a), (row, np.float32(-1.0)))
+    old = _pair_hash(old_keys[:, 0], old_keys[:, 1])
+    order = np.argsort(old)
+    old_sorted = old[order]
     out = np.zeros_like(weights)
-    kept = 0
-    for row, key in enumerate(new_keys.tolist()):
-        hit = old.get(tuple(key))
-        if hit is not None:
-            out[row] = weights[hit[0]] * hit[1]
-            kept += 1
-    return out, kept
+    taken = np.zeros(len(new_keys), dtype=bool)
+    for sign, a, b in ((1.0, 0, 1), (-1.0, 1, 0)):  # the same sides first, then swapped
+        new = _pair_hash(new_keys[:, a], new_keys[:, b])
+        at = np.minimum(np.searchsorted(old_sorted, new), len(old_sorted) - 1)
+        hit = (old_sorted[at] == new) & ~taken
+        out[hit] = weights[order[at[hit]]] * np.float32(sign)
+        taken |= hit
+    return out, int(taken.sum())
 
 
 class SelfOrganizedHS(ClusterDiagnostics, HierarchicalSoftmax):
