@@ -14,7 +14,9 @@ Methods (``METHODS``: name -> (loss, tree, layer options)):
 * ``random``, ``alphabetical``: balanced trees over the words in a random / alphabetical order
   (the p-tHSM poster's baselines); ``clusters``: random clusters in binary form, never
   re-organized (the self-organized tree's starting point);
-* ``so-binary``: the self-organized binary tree; ``so-binary-lift``: the same, ranked by lift;
+* ``so-binary``: the self-organized binary tree (defaults: re-organized during the first third);
+  ``so-binary-paper``: re-organized to the end, as the paper does; ``so-binary-lift-paper``: the
+  same, ranked by lift;
 * ``so-two-level``: the self-organized two-level class softmax; ``freq-class``: the two-level
   class softmax over frequency-binned classes (Mikolov et al. 2011);
 * ``ns``: negative sampling (no probabilities: suite only).
@@ -204,7 +206,8 @@ METHODS = {
     "alphabetical": ("hs", "alphabetical", {}),
     "clusters": ("hs", "clusters", {}),
     "so-binary": ("hs", "self-organized", {}),
-    "so-binary-lift": ("hs", "self-organized", {"criterion": "lift"}),
+    "so-binary-paper": ("hs", "self-organized", {"reassign_until": 1.0}),
+    "so-binary-lift-paper": ("hs", "self-organized", {"criterion": "lift", "reassign_until": 1.0}),
     "so-two-level": ("class", "self-organized", {}),
     "freq-class": ("class", "frequency", {}),
     "ns": ("ns", "huffman", {}),

@@ -98,12 +98,22 @@ class EpochSource:
         if self.cache is not None and self.cache.complete:
             yield from self.cache
             return
-        for chunk in encode_chunks(self.sentences, self.index, self.chunk_words):
+        for chunk in self._first_pass():
             if self.cache is not None:
                 self.cache.append(chunk)
             yield chunk
         if self.cache is not None:
             self.cache.complete = True
+
+    def _first_pass(self) -> Iterator[Chunk]:
+        """Tokenising in compiled code where the corpus allows it (``fastscan``), with the same
+        chunks as the Python path."""
+        from . import fastscan
+        from .corpus import Corpus
+        if isinstance(self.sentences, Corpus) and fastscan.eligible(self.sentences):
+            words = sorted(self.index, key=self.index.get)
+            return fastscan.encode_chunks(self.sentences, words, self.chunk_words)
+        return encode_chunks(self.sentences, self.index, self.chunk_words)
 
     def close(self):
         if self.cache is not None:

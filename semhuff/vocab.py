@@ -23,7 +23,14 @@ def scan_counts(
 ) -> tuple:
     """Count every token. With ``max_vocab_size``, prune while scanning the way word2vec.c does:
     whenever the table outgrows the limit, drop words seen <= ``min_reduce`` times and raise
-    ``min_reduce`` by one. Returns ``(Counter, total_tokens, min_reduce)``."""
+    ``min_reduce`` by one. Returns ``(Counter, total_tokens, min_reduce)``. A ``Corpus`` of
+    valid UTF-8 files is scanned in compiled code (``fastscan``), with the same result."""
+    from .corpus import Corpus
+    if isinstance(sentences, Corpus):
+        from . import fastscan
+        fast = fastscan.scan(sentences, max_vocab_size, progress)
+        if fast is not None:
+            return fast
     counts: Counter = Counter()
     total = 0
     min_reduce = 1

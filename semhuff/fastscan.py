@@ -1,0 +1,471 @@
+"""Compiled tokenising for corpus files: the vocabulary scan and the first epoch's ids without a
+Python loop over tokens (issue 10: "no Python on the data path").
+
+It reads the same files as ``corpus.Corpus`` (plain, gzip, bz2, xz: Python's decompressors, in C)
+in blocks and splits the bytes in Numba with exactly ``str.split()``'s whitespace: ASCII
+whitespace, the separators 0x1C-0x1F, and the multi-byte Unicode spaces (U+0085, U+00A0, U+1680,
+U+2000-U+200A, U+2028, U+2029, U+202F, U+205F, U+3000), lines ending at ``\\n`` only, a line
+longer than ``max_sentence_length`` tokens cut into pieces as ``Corpus`` cuts it. Tokens are
+counted / mapped to ids in an open-addressing hash table over their bytes, so the vocabulary,
+its order (first seen first among equal counts), word2vec.c's ``max_vocab_size`` pruning (checked
+after every piece, as ``vocab.scan_counts`` does) and the chunks of ids (same sentence pieces,
+same chunk boundaries) are identical to the Python path's: training on either is bit-identical.
+
+Only valid UTF-8 takes this path. Each block is validated first (a compiled state machine); a
+file with an invalid byte is read by the Python path instead, which replaces and counts invalid
+sequences (``Corpus``) — a byte-level table cannot merge differently broken tokens that decode
+to the same replacement string. So does a token of more than ``corpus._MAX_TOKEN_CHARS`` bytes
+(megabytes without whitespace, which ``Corpus`` cuts at block boundaries).
+"""
+from __future__ import annotations
+
+import functools
+import logging
+from typing import Iterator, List, Optional, Tuple
+
+import numba
+import numpy as np
+
+from .corpus import BLOCK_BYTES, _MAX_TOKEN_CHARS, Corpus, _reject_binary, open_binary
+from .encode import Chunk
+
+logger = logging.getLogger(__name__)
+
+FNV_OFFSET = np.uint64(0xCBF29CE484222325)
+FNV_PRIME = np.uint64(0x100000001B3)
+
+
+class NeedsPython(Exception):
+    """This file must be read by the Python path (invalid UTF-8, or a giant token)."""
+
+
+# -- bytes ---------------------------------------------------------------------------------------
+
+@numba.njit(inline="always", nogil=True)
+def _space_len(buf, i, n):
+    """Bytes of the whitespace character at buf[i] (0: not whitespace): str.split()'s set.
+    Printable ASCII returns first, in int64 (comparing uint8 with literals is 15x slower)."""
+    b = np.int64(buf[i])
+    if 32 < b < 0x80:
+        return 0
+    if b == 32 or 9 <= b <= 13 or 28 <= b <= 31:
+        return 1
+    if b < 0xC2:
+        return 0
+    if b == 0xC2:
+        if i + 1 < n:
+            b1 = np.int64(buf[i + 1])
+            if b1 == 0x85 or b1 == 0xA0:
+                return 2
+        return 0
+    if b < 0xE1 or b > 0xE3 or i + 2 >= n:
+        return 0
+    b1, b2 = np.int64(buf[i + 1]), np.int64(buf[i + 2])
+    if b == 0xE1:
+        return 3 if b1 == 0x9A and b2 == 0x80 else 0
+    if b == 0xE3:
+        return 3 if b1 == 0x80 and b2 == 0x80 else 0
+    if b1 == 0x80 and (0x80 <= b2 <= 0x8A or b2 == 0xA8 or b2 == 0xA9 or b2 == 0xAF):
+        return 3
+    return 3 if b1 == 0x81 and b2 == 0x9F else 0
+
+
+@numba.njit(cache=True, nogil=True)
+def valid_utf8(buf, n):
+    """Whether buf[:n] is valid UTF-8 (RFC 3629: no overlongs, no surrogates, <= U+10FFFF);
+    a sequence cut by the end of the buffer counts as valid (the next block completes it)."""
+    i = 0
+    while i < n:
+        b = buf[i]
+        if b < 0x80:
+            i += 1
+            continue
+        if 0xC2 <= b <= 0xDF:
+            need, lo, hi = 1, 0x80, 0xBF
+        elif b == 0xE0:
+            need, lo, hi = 2, 0xA0, 0xBF
+        elif 0xE1 <= b <= 0xEC or b == 0xEE or b == 0xEF:
+            need, lo, hi = 2, 0x80, 0xBF
+        elif b == 0xED:
+            need, lo, hi = 2, 0x80, 0x9F
+        elif b == 0xF0:
+            need, lo, hi = 3, 0x90, 0xBF
+        elif 0xF1 <= b <= 0xF3:
+            need, lo, hi = 3, 0x80, 0xBF
+        elif b == 0xF4:
+            need, lo, hi = 3, 0x80, 0x8F
+        else:
+            return False
+        for k in range(1, need + 1):
+            if i + k >= n:
+                return True
+            c = buf[i + k]
+            if k == 1:
+                if c < lo or c > hi:
+                    return False
+            elif c < 0x80 or c > 0xBF:
+                return False
+        i += need + 1
+    return True
+
+
+# -- the hash table ------------------------------------------------------------------------------
+
+@numba.njit(inline="always", nogil=True)
+def _hash(buf, a, b):
+    h = FNV_OFFSET
+    for i in range(a, b):
+        h = (h ^ np.uint64(buf[i])) * FNV_PRIME
+    return h
+
+
+@numba.njit(inline="always", nogil=True)
+def _find(buf, a, b, h, slots, key_start, key_len, hashes, arena):
+    """(slot, entry) for the token buf[a:b]; entry -1 when absent (slot: where it would go)."""
+    mask = slots.shape[0] - 1
+    s = np.int64(h & np.uint64(mask))
+    length = b - a
+    while True:
+        e = slots[s]
+        if e < 0:
+            return s, -1
+        if hashes[e] == h and key_len[e] == length:
+            same = True
+            k = key_start[e]
+            for j in range(length):
+                if arena[k + j] != buf[a + j]:
+                    same = False
+                    break
+            if same:
+                return s, e
+        s = (s + 1) & mask
+
+
+class Table:
+    """Token bytes -> entry (count or id), growing as needed; entries in first-seen order."""
+
+    def __init__(self, capacity: int = 1 << 16):
+        self.slots = np.full(capacity, -1, np.int64)
+        self.key_start = np.zeros(capacity // 2, np.int64)
+        self.key_len = np.zeros(capacity // 2, np.int32)
+        self.hashes = np.zeros(capacity // 2, np.uint64)
+        self.values = np.zeros(capacity // 2, np.int64)
+        self.arena = np.zeros(capacity * 8, np.uint8)
+        self.n = 0
+        self.arena_used = 0
+
+    def arrays(self):
+        return (self.slots, self.key_start, self.key_len, self.hashes, self.values, self.arena)
+
+    def grow(self, need_arena: int = 0) -> None:
+        """Double the entries (and slots) if they are half full; make the arena hold
+        ``need_arena`` more bytes."""
+        if self.n >= self.key_start.shape[0] - 1:
+            size = self.key_start.shape[0] * 2
+            for name in ("key_start", "key_len", "hashes", "values"):
+                old = getattr(self, name)
+                grown = np.zeros(size, old.dtype)
+                grown[:self.n] = old[:self.n]
+                setattr(self, name, grown)
+            self.slots = _rehash(self.hashes, self.n, size * 2)
+        if self.arena_used + need_arena > self.arena.shape[0]:
+            grown = np.zeros(max(2 * self.arena.shape[0], self.arena_used + need_arena), np.uint8)
+            grown[:self.arena_used] = self.arena[:self.arena_used]
+            self.arena = grown
+
+    def keys(self) -> List[bytes]:
+        raw = self.arena[:self.arena_used].tobytes()
+        return [raw[s:s + n] for s, n in zip(self.key_start[:self.n].tolist(), self.key_len[:self.n].tolist())]
+
+    @classmethod
+    def of_words(cls, words) -> "Table":
+        """A table whose value for word i (its UTF-8 bytes) is i."""
+        table = cls(max(1 << 16, 1 << int(np.ceil(np.log2(4 * max(len(words), 1))))))
+        encoded = [w.encode("utf-8") for w in words]
+        table.grow(sum(map(len, encoded)))
+        blob = np.frombuffer(b"".join(encoded), np.uint8)
+        lengths = np.array([len(e) for e in encoded], np.int64)
+        starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+        table.n, table.arena_used = _insert_all(blob, starts, lengths, *table.arrays())
+        return table
+
+
+@numba.njit(cache=True, nogil=True)
+def _rehash(hashes, n, size):
+    slots = np.full(size, -1, np.int64)
+    mask = size - 1
+    for e in range(n):
+        s = np.int64(hashes[e] & np.uint64(mask))
+        while slots[s] >= 0:
+            s = (s + 1) & mask
+        slots[s] = e
+    return slots
+
+
+@numba.njit(cache=True, nogil=True)
+def _insert_all(blob, starts, lengths, slots, key_start, key_len, hashes, values, arena):
+    n = 0
+    used = 0
+    for i in range(starts.shape[0]):
+        a, b = starts[i], starts[i] + lengths[i]
+        h = _hash(blob, a, b)
+        s, e = _find(blob, a, b, h, slots, key_start, key_len, hashes, arena)
+        if e >= 0:
+            continue  # a duplicate word: the first id stands
+        slots[s] = n
+        key_start[n] = used
+        key_len[n] = b - a
+        hashes[n] = h
+        values[n] = i
+        arena[used:used + b - a] = blob[a:b]
+        used += b - a
+        n += 1
+    return n, used
+
+
+# -- the scanner -----------------------------------------------------------------------------------
+
+COUNT, ENCODE = 0, 1
+DONE, GROW, PRUNE, CHUNK = 0, 1, 2, 3
+
+
+@functools.lru_cache(maxsize=None)
+def _scanner(mode: int):
+    """One pass over buf[pos:n]: split into tokens (hashing each as it is read), end a piece at
+    a newline or after ``limit`` tokens of a line, and per token either count it (``COUNT``,
+    inserting new words; GROW when the table is full, PRUNE when a piece ends with more than
+    ``prune_at`` entries) or map it to its id (``ENCODE``: out-of-vocabulary tokens dropped,
+    CHUNK when a piece ends with ``chunk_words`` raw tokens in the chunk: encode_chunks's rule).
+    Returns (pos, pending, n_entries, arena_used, k, nb, raw, status); call again from pos."""
+    MODE = int(mode)
+
+    def scan(buf, pos, n, final, limit, pending, prune_at, chunk_words, slots, key_start,
+             key_len, hashes, values, arena, n_entries, used, ids, bounds, k, nb, raw):
+        i = pos
+        while i < n:
+            b = np.int64(buf[i])
+            step = 0 if 32 < b < 0x80 else _space_len(buf, i, n)
+            if step == 0:  # a token starts here
+                a = i
+                h = FNV_OFFSET
+                while i < n:
+                    c = np.int64(buf[i])
+                    if not (32 < c < 0x80) and _space_len(buf, i, n):
+                        break
+                    h = (h ^ np.uint64(c)) * FNV_PRIME
+                    i += 1
+                s, e = _find(buf, a, i, h, slots, key_start, key_len, hashes, arena)
+                if MODE == COUNT:
+                    if e < 0:
+                        if n_entries >= key_start.shape[0] - 1 or used + (i - a) > arena.shape[0]:
+                            return a, pending, n_entries, used, k, nb, raw, GROW
+                        slots[s] = n_entries
+                        key_start[n_entries] = used
+                        key_len[n_entries] = i - a
+                        hashes[n_entries] = h
+                        values[n_entries] = 0
+                        arena[used:used + i - a] = buf[a:i]
+                        used += i - a
+                        e = n_entries
+                        n_entries += 1
+                    values[e] += 1
+                else:
+                    if e >= 0:
+                        ids[k] = values[e]
+                        k += 1
+                    raw += 1
+                pending += 1
+                if pending == limit:  # a piece cut from a long line
+                    pending = 0
+                    if MODE == COUNT:
+                        if prune_at > 0 and n_entries > prune_at:
+                            return i, pending, n_entries, used, k, nb, raw, PRUNE
+                    else:
+                        bounds[nb] = k
+                        nb += 1
+                        if raw >= chunk_words:
+                            return i, pending, n_entries, used, k, nb, raw, CHUNK
+                continue
+            i += step
+            if b == 10 and pending > 0:  # a line (piece) ends
+                pending = 0
+                if MODE == COUNT:
+                    if prune_at > 0 and n_entries > prune_at:
+                        return i, pending, n_entries, used, k, nb, raw, PRUNE
+                else:
+                    bounds[nb] = k
+                    nb += 1
+                    if raw >= chunk_words:
+                        return i, pending, n_entries, used, k, nb, raw, CHUNK
+        if final and pending > 0:  # the file's end ends its last line
+            pending = 0
+            if MODE == COUNT:
+                if prune_at > 0 and n_entries > prune_at:
+                    return n, pending, n_entries, used, k, nb, raw, PRUNE
+            else:
+                bounds[nb] = k
+                nb += 1
+                if raw >= chunk_words:
+                    return n, pending, n_entries, used, k, nb, raw, CHUNK
+        return n, pending, n_entries, used, k, nb, raw, DONE
+
+    return numba.njit(cache=True, nogil=True)(scan)
+
+
+_NO_IDS = np.zeros(1, np.int32)
+_NO_BOUNDS = np.zeros(1, np.int64)
+
+
+def _blocks(path: str, block_bytes: int) -> Iterator[Tuple[np.ndarray, int, bool]]:
+    """(buffer, bytes to tokenise, file ended) per block: whole tokens only, the tail carried
+    into the next block; raises NeedsPython for invalid UTF-8 or a giant token."""
+    carry = b""
+    first = True
+    with open_binary(path) as fh:
+        while True:
+            raw = fh.read(block_bytes)
+            if first:
+                _reject_binary(path, raw)
+                first = False
+            final = not raw
+            data = carry + raw
+            buf = np.frombuffer(data, np.uint8)
+            if not valid_utf8(buf, len(buf)) or (final and not _complete_utf8(data)):
+                raise NeedsPython(f"{path}: invalid UTF-8")
+            if final:
+                yield buf, len(buf), True
+                return
+            cut = max(data.rfind(b" "), data.rfind(b"\n"), data.rfind(b"\t"), data.rfind(b"\r"))
+            carry = data[cut + 1:]
+            if len(carry) > _MAX_TOKEN_CHARS:
+                raise NeedsPython(f"{path}: a token of more than {_MAX_TOKEN_CHARS:,} bytes")
+            yield buf, cut + 1, False
+
+
+def _complete_utf8(data: bytes) -> bool:
+    try:
+        data[-4:].decode("utf-8") if len(data) >= 4 else data.decode("utf-8")
+        return True
+    except UnicodeDecodeError as exc:
+        return exc.reason != "unexpected end of data"
+
+
+def count_file(path: str, table: Table, max_sentence_length: int, prune_at: int, state: dict,
+               block_bytes: int = BLOCK_BYTES, progress=None) -> int:
+    """Add ``path``'s token counts to ``table``; returns its tokens. ``state`` carries the
+    pruning threshold (``min_reduce``) across files, as ``vocab.scan_counts`` does;
+    ``progress(tokens)`` is called after every block."""
+    scan = _scanner(COUNT)
+    before = int(table.values[:table.n].sum())
+    reported = before
+    pending = 0
+    for buf, n, final in _blocks(path, block_bytes):
+        pos = 0
+        while True:
+            pos, pending, table.n, table.arena_used, _, _, _, status = scan(
+                buf, pos, n, final, max_sentence_length, pending, prune_at, 0, *table.arrays(),
+                table.n, table.arena_used, _NO_IDS, _NO_BOUNDS, 0, 0, 0)
+            if status == GROW:
+                table.grow(n - pos)
+            elif status == PRUNE:
+                dropped = _prune(table, state)
+                before -= dropped
+                reported -= dropped
+            else:
+                break
+        if progress is not None:
+            now = int(table.values[:table.n].sum())
+            progress(now - reported)
+            reported = now
+    return int(table.values[:table.n].sum()) - before
+
+
+def _prune(table: Table, state: dict) -> int:
+    """word2vec.c's ReduceVocab: drop the words seen <= min_reduce times (survivors keep their
+    order), then raise min_reduce. Returns the tokens whose counts were dropped."""
+    keep = table.values[:table.n] > state["min_reduce"]
+    dropped = int(table.values[:table.n][~keep].sum())
+    keys = [k for k, kept in zip(table.keys(), keep) if kept]
+    counts = table.values[:table.n][keep].copy()
+    logger.info("pruned vocabulary to %d words (counts <= %d dropped)", len(keys), state["min_reduce"])
+    state["min_reduce"] += 1
+    fresh = Table.of_words([k.decode("utf-8") for k in keys])
+    fresh.values[:len(keys)] = counts
+    table.__dict__.update(fresh.__dict__)
+    return dropped
+
+
+def scan(corpus: Corpus, max_vocab_size: Optional[int] = None, progress=None):
+    """The vocabulary scan of a ``Corpus`` in compiled code: ``(Counter-like dict word ->
+    count in first-seen order, total tokens, min_reduce)`` as ``vocab.scan_counts`` returns,
+    or None when a file needs the Python path."""
+    table = Table()
+    state = {"min_reduce": 1}
+    total = 0
+    for path in corpus.files:
+        try:
+            tokens = count_file(path, table, corpus.max_sentence_length, max_vocab_size or 0,
+                                state, corpus.block_bytes, progress)
+        except NeedsPython as exc:
+            logger.info("%s: read by the Python path", exc)
+            _ELIGIBLE[_file_key(path)] = False
+            return None
+        _ELIGIBLE[_file_key(path)] = True
+        total += tokens
+    counts = dict(zip((k.decode("utf-8") for k in table.keys()), table.values[:table.n].tolist()))
+    return counts, total, state["min_reduce"]
+
+
+# -- ids (the first epoch) -------------------------------------------------------------------------
+
+def encode_chunks(corpus: Corpus, words: List[str], chunk_words: int) -> Iterator[Chunk]:
+    """The chunks ``encode.encode_chunks(corpus, index, chunk_words)`` yields, in compiled
+    code. Every file must be ``eligible`` (valid UTF-8, no giant token)."""
+    scan = _scanner(ENCODE)
+    table = Table.of_words(words)
+    cap = chunk_words + corpus.max_sentence_length + 1
+    ids, bounds = np.empty(cap, np.int32), np.empty(cap, np.int64)
+    k = nb = raw = 0
+    for path in corpus.files:
+        pending = 0
+        for buf, n, final in _blocks(path, corpus.block_bytes):
+            pos = 0
+            while True:
+                pos, pending, _, _, k, nb, raw, status = scan(
+                    buf, pos, n, final, corpus.max_sentence_length, pending, 0, chunk_words,
+                    *table.arrays(), table.n, table.arena_used, ids, bounds, k, nb, raw)
+                if status != CHUNK:
+                    break
+                yield Chunk(ids[:k].copy(), bounds[:nb].copy(), raw)
+                k = nb = raw = 0
+    if raw:
+        yield Chunk(ids[:k].copy(), bounds[:nb].copy(), raw)
+
+
+# -- which files take this path --------------------------------------------------------------------
+
+_ELIGIBLE = {}  # (path, size, mtime) -> bool
+
+
+def _file_key(path: str):
+    import os
+    st = os.stat(path)
+    return (os.path.abspath(path), st.st_size, st.st_mtime_ns)
+
+
+def eligible(corpus: Corpus) -> bool:
+    """Whether every file of ``corpus`` can be read here: known from an earlier scan, or checked
+    now by one pass of UTF-8 validation (at decompression speed)."""
+    for path in corpus.files:
+        key = _file_key(path)
+        if key not in _ELIGIBLE:
+            try:
+                for _ in _blocks(path, corpus.block_bytes):
+                    pass
+                _ELIGIBLE[key] = True
+            except NeedsPython as exc:
+                logger.info("%s: read by the Python path", exc)
+                _ELIGIBLE[key] = False
+        if not _ELIGIBLE[key]:
+            return False
+    return True

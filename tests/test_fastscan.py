@@ -1,0 +1,96 @@
+"""The compiled tokenising path (``semhuff.fastscan``) against the Python path (``Corpus`` +
+``vocab.scan_counts`` + ``encode.encode_chunks``): the same vocabulary in the same order, the
+same chunks of ids, hence bit-identical training; files it cannot read exactly go to Python."""
+import bz2
+import gzip
+import lzma
+
+import numpy as np
+import pytest
+
+from semhuff import Word2Vec, fastscan
+from semhuff.corpus import Corpus
+from semhuff.encode import encode_chunks
+from semhuff.vocab import scan_counts
+
+# every whitespace character str.split() knows, ASCII, separators and Unicode spaces, between
+# tokens that hold multi-byte letters, a zero-width space (not whitespace) and an emoji
+WEIRD = ("a b\u00a0c\u2003d\u3000e\x1cf\x1fg\u2028h\u0085i\tj\rk\x0bl\x0cm\u1680n\u205fo\u202fp"
+         "\u2029q  \n\n  r s t\u200bu \u00e9t\u00e9 caf\u00e9 \U0001F600x\n") * 300 + "tail without newline"
+
+
+def python_path(paths, limit, max_vocab, chunk_words, block):
+    corpus = Corpus(paths, max_sentence_length=limit, block_bytes=block)
+    counts, total, min_reduce = scan_counts(list(corpus), max_vocab)  # a list: the Python scan
+    index = {w: i for i, w in enumerate(counts)}
+    chunks = list(encode_chunks(Corpus(paths, max_sentence_length=limit, block_bytes=block), index, chunk_words))
+    return list(counts.items()), total, min_reduce, index, chunks
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory, lee_path):
+    folder = tmp_path_factory.mktemp("fastscan")
+    (folder / "weird.txt").write_text(WEIRD, encoding="utf-8")
+    for name, opener in (("w.gz", gzip.open), ("w.bz2", bz2.open), ("w.xz", lzma.open)):
+        with opener(folder / name, "wt", encoding="utf-8") as fh:
+            fh.write(WEIRD)
+    return folder, lee_path
+
+
+@pytest.mark.parametrize("case", ["lee", "weird", "weird-97-byte-blocks", "compressed-3-files",
+                                  "pieces-of-7", "pruned"])
+def test_same_vocabulary_and_chunks_as_the_python_path(files, case):
+    folder, lee = files
+    paths, limit, max_vocab, chunk_words, block = {
+        "lee": (lee, 10_000, None, 100_000, 1 << 20),
+        "weird": (str(folder / "weird.txt"), 10_000, None, 1_000, 1 << 20),
+        "weird-97-byte-blocks": (str(folder / "weird.txt"), 10_000, None, 1_000, 97),
+        "compressed-3-files": ([str(folder / n) for n in ("w.gz", "w.bz2", "w.xz")], 10_000, None, 5_000, 4096),
+        "pieces-of-7": (lee, 7, None, 1_000, 1 << 20),
+        "pruned": (lee, 10_000, 500, 100_000, 1 << 16),
+    }[case]
+    counts, total, min_reduce, index, chunks = python_path(paths, limit, max_vocab, chunk_words, block)
+    fast = fastscan.scan(Corpus(paths, max_sentence_length=limit, block_bytes=block), max_vocab)
+    assert fast is not None
+    assert list(fast[0].items()) == counts and fast[1:] == (total, min_reduce)
+    words = sorted(index, key=index.get)
+    got = list(fastscan.encode_chunks(Corpus(paths, max_sentence_length=limit, block_bytes=block),
+                                      words, chunk_words))
+    assert len(got) == len(chunks) > 0
+    for a, b in zip(got, chunks):
+        np.testing.assert_array_equal(a.ids, b.ids)
+        np.testing.assert_array_equal(a.bounds, b.bounds)
+        assert a.raw_tokens == b.raw_tokens
+    if case == "pruned":
+        assert min_reduce > 1  # pruning did happen
+
+
+def test_training_is_bit_identical_on_either_path(files, monkeypatch):
+    _, lee = files
+    settings = dict(vector_size=16, min_count=3, epochs=2, workers=1, seed=5, progress=False)
+    fast = Word2Vec(lee, **settings)
+    monkeypatch.setattr(fastscan, "scan", lambda *a, **k: None)
+    monkeypatch.setattr(fastscan, "eligible", lambda corpus: False)
+    slow = Word2Vec(lee, **settings)
+    assert fast.vocab.words == slow.vocab.words
+    np.testing.assert_array_equal(fast.syn0, slow.syn0)
+    np.testing.assert_array_equal(fast.layer.weights, slow.layer.weights)
+
+
+def test_invalid_utf8_and_giant_tokens_go_to_the_python_path(tmp_path, monkeypatch):
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"some words here\ncaf\xe9 and more words\n" * 10)
+    assert fastscan.scan(Corpus(str(bad))) is None
+    assert not fastscan.eligible(Corpus(str(bad)))
+    model = Word2Vec(str(bad), min_count=1, vector_size=8, epochs=1, progress=False)
+    assert "caf\ufffd" in model.vocab.index  # the Python path's replacement
+    monkeypatch.setattr("semhuff.fastscan._MAX_TOKEN_CHARS", 1000)
+    giant = tmp_path / "giant.txt"
+    giant.write_text("a b " + "x" * 5000 + " c\n")
+    assert fastscan.scan(Corpus(str(giant), block_bytes=512)) is None
+
+
+def test_cut_utf8_at_the_end_of_a_file_goes_to_the_python_path(tmp_path):
+    cut = tmp_path / "cut.txt"
+    cut.write_bytes("caf\u00e9 words".encode("utf-8") + "\u00e9".encode("utf-8")[:1])
+    assert fastscan.scan(Corpus(str(cut))) is None
