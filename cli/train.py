@@ -63,6 +63,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="skip-gram + HS update order: word2vec.c's (context by context), batched "
                         "(a centre's contexts per path node, p-tHSM), or mixed (batched on the top "
                         "4 tree levels, word2vec's below: scales best across threads)")
+    g.add_argument("--clip", choices=("skip", "saturate"),
+                   help="--loss hs, a score beyond +-6: no update as word2vec (skip, default), or "
+                        "the saturated gradient, which corrects confidently wrong predictions")
     g.add_argument("--similarity", help="similarity knowledge for --tree semhuff: wordnet, a pairs file or a vectors file")
     g = p.add_argument_group("clusters (--tree self-organized; --loss class)")
     g.add_argument("--clusters", type=int, help="number of clusters (default: about sqrt(V))")
@@ -148,7 +151,7 @@ def _run(args, given=frozenset()) -> int:
                          sample=args.sample, sg=args.model == "sg", loss=args.loss,
                          negative=args.negative, similarity=args.similarity,
                          tree=args.tree if tree_file is None else "huffman",
-                         hs_order=args.hs_order, layer_options=cluster_options(args),
+                         hs_order=args.hs_order, layer_options=layer_options(args),
                          alpha=args.alpha, min_alpha=args.min_alpha, epochs=args.epochs,
                          workers=args.workers, seed=args.seed, device=args.device,
                          max_sentence_length=args.max_sentence_length, progress=progress)
@@ -171,14 +174,15 @@ def _run(args, given=frozenset()) -> int:
     return 0
 
 
-CLUSTER_OPTIONS = ("clusters", "reassign_every", "reassign_until", "cluster_init", "criterion",
-                   "smoothing", "margin", "samples_per_word", "gamma", "freq_budget", "heldout")
+LAYER_OPTIONS = ("clip", "clusters", "reassign_every", "reassign_until", "cluster_init",
+                   "criterion", "smoothing", "margin", "samples_per_word", "gamma", "freq_budget",
+                   "heldout")
 LAYER_TREES = ("self-organized", "frequency")  # trees an output layer makes itself
 
 
-def cluster_options(args) -> dict:
-    """The cluster options the command line gave (the layer refuses them where they do not apply)."""
-    options = {k: getattr(args, k) for k in CLUSTER_OPTIONS if getattr(args, k) is not None}
+def layer_options(args) -> dict:
+    """The output-layer options the command line gave (the layer refuses those that do not apply)."""
+    options = {k: getattr(args, k) for k in LAYER_OPTIONS if getattr(args, k) is not None}
     if "heldout" in options:
         options["heldout"] = resolve_corpus([options["heldout"]])[0]
     return options

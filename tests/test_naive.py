@@ -127,3 +127,20 @@ def test_hs_probabilities_sum_to_one():
     h = np.random.default_rng(0).standard_normal(DIM)
     total = sum(np.exp(naive.hs_log_prob(h, paths[w], syn1.astype(np.float64))) for w in range(len(COUNTS)))
     assert total == pytest.approx(1.0, rel=1e-12)
+
+
+@pytest.mark.parametrize("top", [0, 2], ids=["word2vec", "mixed-2"])
+def test_saturated_clip_corrects_confident_mistakes(top):
+    """Large vectors put many scores beyond +-6. The saturated variant updates there as the
+    exact gradient does (sigmoid 0.9975 at 6 vs the saturated 1: within the tolerance); the
+    word2vec variant skips those nodes, so it is further from the exact update."""
+    tree, paths, syn0, syn1 = _hs_setup()
+    syn0, syn1 = syn0 * 6, syn1 * 6
+    larg = (tree.points, tree.codes, tree.lengths)
+    exact0, exact1, _ = naive.sg_hs(SENTENCE.tolist(), syn0, syn1, paths, WINDOW, ALPHA, top=top)
+    sat0, sat1, _, _ = _run(loop.sg_kernel(DIM, loop.HS, top, saturate=True), syn0, syn1, larg)
+    skip0, skip1, _, _ = _run(loop.sg_kernel(DIM, loop.HS, top), syn0, syn1, larg)
+    _close(sat0, syn0, exact0)
+    _close(sat1, syn1, exact1)
+    err = lambda got, before, exact: np.abs((got - before) - (exact - before)).max()
+    assert err(skip1, syn1, exact1) > 5 * err(sat1, syn1, exact1)

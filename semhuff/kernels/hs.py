@@ -11,9 +11,12 @@ context by context, as word2vec.c does. ``top = 0`` is word2vec's order exactly;
 means each hot row is written once per centre instead of once per context, and two threads
 fight much less over their cache lines (docs/performance.md).
 
-Scores outside (-MAX_EXP, MAX_EXP) give no update, as in word2vec. The training loss (negative
-log-likelihood, nats) is accumulated in float64 from a log-sigmoid table at the same bins, and
-exactly beyond the clip; scoring (``sg_score`` / ``score_path``) is exact float64 throughout.
+Scores outside (-MAX_EXP, MAX_EXP) give no update, as in word2vec (``saturate=False``): a
+prediction that is confidently *wrong* is then never corrected. With ``saturate=True`` such a
+score gets the saturated gradient (sigmoid taken as exactly 0 or 1), as word2vec's negative
+sampling does: no update when the saturated prediction is right, a full one when it is wrong.
+The training loss (negative log-likelihood, nats) is accumulated in float64 from a log-sigmoid
+table at the same bins, and exactly beyond the clip; scoring (``score_path``) is exact float64.
 """
 from __future__ import annotations
 
@@ -25,7 +28,22 @@ from .common import (LOG_SIGMOID_TABLE, MAX_EXP, SIGMOID_TABLE, log_sigmoid, log
 
 
 @numba.njit(inline="always", nogil=True)
-def walk_path(h, w, syn1, points, codes, lengths, alpha, first, err, D):
+def _gradient(s, code, alpha, saturate):
+    """(gradient factor, nll) of one node: label 1 - code; beyond the clip no update, or the
+    saturated one."""
+    if s <= -MAX_EXP or s >= MAX_EXP:
+        nll = -log_sigmoid(np.float64(s) * (1 - 2 * code))
+        if not saturate:
+            return np.float32(0.0), nll
+        f = np.float32(1.0) if s >= MAX_EXP else np.float32(0.0)
+        return (np.float32(1 - code) - f) * alpha, nll
+    idx = table_index(s)
+    return ((np.float32(1 - code) - SIGMOID_TABLE[idx]) * alpha,
+            -log_sigmoid_signed(LOG_SIGMOID_TABLE, idx, code))
+
+
+@numba.njit(inline="always", nogil=True)
+def walk_path(h, w, syn1, points, codes, lengths, alpha, first, err, saturate, D):
     """Prediction of word ``w`` from the input vector ``h`` over the path nodes from depth
     ``first`` down, node by node in word2vec's order: updates the node rows and adds the
     input's error to ``err``. Returns the negative log-likelihood."""
@@ -36,12 +54,10 @@ def walk_path(h, w, syn1, points, codes, lengths, alpha, first, err, D):
         s = np.float32(0.0)
         for d in range(D):
             s += h[d] * syn1[node, d]
-        if s <= -MAX_EXP or s >= MAX_EXP:
-            loss -= log_sigmoid(np.float64(s) * (1 - 2 * code))
+        gg, nll = _gradient(s, code, alpha, saturate)
+        loss += nll
+        if gg == 0.0:
             continue
-        idx = table_index(s)
-        gg = (np.float32(1 - code) - SIGMOID_TABLE[idx]) * alpha
-        loss -= log_sigmoid_signed(LOG_SIGMOID_TABLE, idx, code)
         for d in range(D):
             err[d] += gg * syn1[node, d]
         for d in range(D):
@@ -50,17 +66,17 @@ def walk_path(h, w, syn1, points, codes, lengths, alpha, first, err, D):
 
 
 @numba.njit(inline="always", nogil=True)
-def predict(h, w, syn1, larg, alpha, err, state, D):
+def predict(h, w, syn1, larg, alpha, err, state, saturate, D):
     """One prediction (the CBOW body): ``err`` is set to the input's error. Returns
     (nll, state); HS draws no random numbers."""
     points, codes, lengths = larg
     for d in range(D):
         err[d] = 0.0
-    return walk_path(h, w, syn1, points, codes, lengths, alpha, 0, err, D), state
+    return walk_path(h, w, syn1, points, codes, lengths, alpha, 0, err, saturate, D), state
 
 
 @numba.njit(inline="always", nogil=True)
-def sg_centre(syn0, syn1, larg, ctx, k, w, alpha, neu, prow, g, top, D):
+def sg_centre(syn0, syn1, larg, ctx, k, w, alpha, neu, prow, g, top, saturate, D):
     """Skip-gram: the ``k`` context words ``ctx[:k]`` each predict ``w``. The top ``top`` path
     nodes are batched over the contexts, the rest walked context by context; each context
     vector receives its error after its whole path. Returns the summed nll."""
@@ -75,7 +91,6 @@ def sg_centre(syn0, syn1, larg, ctx, k, w, alpha, neu, prow, g, top, D):
     for i in range(top):
         node = points[w, i]
         code = codes[w, i]
-        label = np.float32(1 - code)
         for d in range(D):
             prow[d] = syn1[node, d]
         for j in range(k):
@@ -83,13 +98,8 @@ def sg_centre(syn0, syn1, larg, ctx, k, w, alpha, neu, prow, g, top, D):
             s = np.float32(0.0)
             for d in range(D):
                 s += syn0[r, d] * prow[d]
-            if s <= -MAX_EXP or s >= MAX_EXP:
-                g[j] = 0.0
-                loss -= log_sigmoid(np.float64(s) * (1 - 2 * code))
-            else:
-                idx = table_index(s)
-                g[j] = (label - SIGMOID_TABLE[idx]) * alpha
-                loss -= log_sigmoid_signed(LOG_SIGMOID_TABLE, idx, code)
+            g[j], nll = _gradient(s, code, alpha, saturate)
+            loss += nll
         for j in range(k):
             gj = g[j]
             r = ctx[j]
@@ -99,7 +109,7 @@ def sg_centre(syn0, syn1, larg, ctx, k, w, alpha, neu, prow, g, top, D):
                 syn1[node, d] += gj * syn0[r, d]
     for j in range(k):
         r = ctx[j]
-        loss += walk_path(syn0[r], w, syn1, points, codes, lengths, alpha, top, neu[j], D)
+        loss += walk_path(syn0[r], w, syn1, points, codes, lengths, alpha, top, neu[j], saturate, D)
         for d in range(D):
             syn0[r, d] += neu[j, d]
     return loss

@@ -76,12 +76,14 @@ def no_stats() -> np.ndarray:
 
 @functools.lru_cache(maxsize=None)
 def kernel(sg: bool, dim: int, body: int, batch_levels: int = 0, stats: bool = False,
-           custom=None, cbow_mean: bool = True):
+           custom=None, cbow_mean: bool = True, saturate: bool = False):
     """The sentence loop for skip-gram (``sg``) or CBOW with the given body.
 
     * skip-gram: every context word predicts the centre word (word2vec.c's direction);
       ``batch_levels`` applies to ``HS``: the number of top path levels batched over a centre's
       contexts (0 = word2vec's order). ``PAIRS`` emits ``(inputs, targets, rates)``.
+      ``saturate`` (HS bodies): the saturated gradient beyond the sigmoid's clip instead of no
+      update (``hs.py``).
     * CBOW: the mean of the context vectors predicts the centre word and every context vector
       receives the full error (word2vec, gensim ``cbow_mean=1``); with ``cbow_mean=False`` their
       sum predicts it and each receives the error divided by their number (gensim
@@ -95,6 +97,7 @@ def kernel(sg: bool, dim: int, body: int, batch_levels: int = 0, stats: bool = F
         raise ValueError("a custom body function goes with body=CUSTOM, and only with it")
     SG, D, OUT, TOP, STATS = bool(sg), int(dim), int(body), int(batch_levels), bool(stats)
     MEAN = bool(cbow_mean) or SG
+    SAT = bool(saturate)
     SRC = SOURCES
 
     def loop(ids, bounds, syn0, weights, larg, word_stats, keep_thr, window, reduce, alpha0,
@@ -131,7 +134,7 @@ def kernel(sg: bool, dim: int, body: int, batch_levels: int = 0, stats: bool = F
                 if SG:
                     if OUT == HS:
                         centre_loss = hs.sg_centre(syn0, weights, larg, ctx, k, w, alpha, neu,
-                                                   work, g, TOP, D)
+                                                   work, g, TOP, SAT, D)
                     elif OUT == SO_HS:
                         points, codes, lengths, q, lam, sample_thr, top_row, top_child = larg
                         state = lcg_next(state)
@@ -140,7 +143,7 @@ def kernel(sg: bool, dim: int, body: int, batch_levels: int = 0, stats: bool = F
                                 classes.observe_tree(syn0[ctx[j]], w, weights, q, lam, top_row,
                                                      top_child, D)
                         centre_loss = hs.sg_centre(syn0, weights, (points, codes, lengths), ctx,
-                                                   k, w, alpha, neu, work, g, TOP, D)
+                                                   k, w, alpha, neu, work, g, TOP, SAT, D)
                     elif OUT == HS_SCORE:
                         for j in range(k):
                             centre_loss += hs.score_path(syn0[ctx[j]], w, weights, larg, D)
@@ -188,7 +191,7 @@ def kernel(sg: bool, dim: int, body: int, batch_levels: int = 0, stats: bool = F
                         else:
                             if OUT == HS:
                                 centre_loss, state = hs.predict(hidden, w, weights, larg, alpha,
-                                                                work, state, D)
+                                                                work, state, SAT, D)
                             elif OUT == SO_HS:
                                 points, codes, lengths, q, lam, sample_thr, top_row, top_child = larg
                                 state = lcg_next(state)
@@ -197,7 +200,7 @@ def kernel(sg: bool, dim: int, body: int, batch_levels: int = 0, stats: bool = F
                                                          top_child, D)
                                 centre_loss, state = hs.predict(hidden, w, weights,
                                                                 (points, codes, lengths), alpha,
-                                                                work, state, D)
+                                                                work, state, SAT, D)
                             elif OUT == CLASS:
                                 centre_loss, state = classes.predict(hidden, w, weights, larg,
                                                                      alpha, work, state, D)
@@ -219,12 +222,14 @@ def kernel(sg: bool, dim: int, body: int, batch_levels: int = 0, stats: bool = F
     return numba.njit(cache=custom is None, nogil=True, fastmath=True)(loop)
 
 
-def sg_kernel(dim: int, body: int, batch_levels: int = 0, stats: bool = False, custom=None):
-    return kernel(True, dim, body, batch_levels, stats, custom)
+def sg_kernel(dim: int, body: int, batch_levels: int = 0, stats: bool = False, custom=None,
+              saturate: bool = False):
+    return kernel(True, dim, body, batch_levels, stats, custom, True, saturate)
 
 
-def cbow_kernel(dim: int, body: int, stats: bool = False, custom=None, cbow_mean: bool = True):
-    return kernel(False, dim, body, 0, stats, custom, cbow_mean)
+def cbow_kernel(dim: int, body: int, stats: bool = False, custom=None, cbow_mean: bool = True,
+                saturate: bool = False):
+    return kernel(False, dim, body, 0, stats, custom, cbow_mean, saturate)
 
 
 def pair_buffers(sg: bool, n_ids: int, window: int):

@@ -74,10 +74,14 @@ class OutputLayer:
     def batch_levels(self) -> int:
         return 0
 
+    def saturates(self) -> bool:
+        """Whether the body applies the saturated gradient beyond the sigmoid's clip."""
+        return False
+
     def train_kernel(self, sg: bool, dim: int, cbow_mean: bool = True):
         custom = self.custom_body() if self.body == loop.CUSTOM else None
         return loop.kernel(sg, dim, self.body, self.batch_levels(), self.word_stats is not None,
-                           custom, cbow_mean)
+                           custom, cbow_mean, self.saturates())
 
     def score_kernel(self, sg: bool, dim: int, cbow_mean: bool = True):
         raise OptionError(f"{self.describe()} does not give normalised probabilities, so held-out "

@@ -24,23 +24,28 @@ class HierarchicalSoftmax(OutputLayer):
     normalised = True
     options = ("tree", "similarity", "hs_order", "seed")
     ORDERS = ("mixed", "word2vec", "batched")
+    CLIPS = ("skip", "saturate")
     MIXED_LEVELS = 4
     _BATCH_LEVELS = {"word2vec": 0, "mixed": MIXED_LEVELS, "batched": 1 << 30}
 
-    def __init__(self, tree: Tree, order: str = "mixed"):
+    def __init__(self, tree: Tree, order: str = "mixed", clip: str = "skip"):
         super().__init__()
         if order not in self.ORDERS:
             raise OptionError(f"hs_order must be one of {', '.join(self.ORDERS)}, got {order!r}")
+        if clip not in self.CLIPS:
+            raise OptionError(f"clip must be one of {', '.join(self.CLIPS)}, got {clip!r}")
         self.tree = tree
         self.order = order
+        self.clip = clip
 
     @classmethod
-    def create(cls, vocab, tree=None, similarity=None, hs_order="mixed", seed=1, **options):
+    def create(cls, vocab, tree=None, similarity=None, hs_order="mixed", seed=1, clip="skip",
+               **options):
         """``tree``: a ``Tree``, the name of a tree builder (``semhuff.trees``; default
         "huffman"), or "self-organized" (a ``SelfOrganizedHS``, which takes ``options``)."""
         if tree == "self-organized":
             from .self_organized import SelfOrganizedHS
-            return SelfOrganizedHS.create(vocab, hs_order=hs_order, seed=seed, **options)
+            return SelfOrganizedHS.create(vocab, hs_order=hs_order, seed=seed, clip=clip, **options)
         if options:
             raise OptionError(f"{', '.join(sorted(options))}: only for self-organized trees "
                               f"(tree 'self-organized') and the class softmax (loss 'class')")
@@ -53,7 +58,7 @@ class HierarchicalSoftmax(OutputLayer):
         elif tree.n_words != len(vocab):
             raise TreeError(f"the given tree has {tree.n_words} leaves but the vocabulary has "
                             f"{len(vocab)} words")
-        return cls(tree, hs_order)
+        return cls(tree, hs_order, clip)
 
     def n_rows(self, n_words: int) -> int:
         if n_words != self.tree.n_words:
@@ -63,6 +68,9 @@ class HierarchicalSoftmax(OutputLayer):
     def batch_levels(self) -> int:
         return self._BATCH_LEVELS[self.order]
 
+    def saturates(self) -> bool:
+        return self.clip == "saturate"
+
     def kernel_args(self):
         t = self.tree
         return (t.points, t.codes, t.lengths)
@@ -71,7 +79,7 @@ class HierarchicalSoftmax(OutputLayer):
         return loop.kernel(sg, dim, loop.HS_SCORE, cbow_mean=cbow_mean)
 
     def config(self):
-        return {"order": self.order}
+        return {"order": self.order, "clip": self.clip}
 
     def arrays(self) -> Dict[str, np.ndarray]:
         return {**super().arrays(), **self.tree.to_arrays()}

@@ -147,8 +147,9 @@ class SelfOrganizedHS(ClusterDiagnostics, HierarchicalSoftmax):
     options = ("hs_order", "seed")
 
     def __init__(self, tree: Tree, cluster_depth: np.ndarray, order: str = "mixed",
-                 organizer: SelfOrganizer = None, samples_per_word: float = DEFAULT_SAMPLES_PER_WORD):
-        super().__init__(tree, order)
+                 organizer: SelfOrganizer = None, samples_per_word: float = DEFAULT_SAMPLES_PER_WORD,
+                 clip: str = "skip"):
+        super().__init__(tree, order, clip)
         if not samples_per_word > 0:
             raise OptionError(f"samples_per_word must be > 0, got {samples_per_word!r}")
         self.organizer = organizer if organizer is not None else SelfOrganizer()
@@ -159,7 +160,7 @@ class SelfOrganizedHS(ClusterDiagnostics, HierarchicalSoftmax):
 
     @classmethod
     def create(cls, vocab, hs_order="mixed", seed=1, samples_per_word=DEFAULT_SAMPLES_PER_WORD,
-               heldout=None, heldout_tokens=20_000, **options):
+               clip="skip", heldout=None, heldout_tokens=20_000, **options):
         organizer = SelfOrganizer(seed=seed, **organizer_options(options))
         if options:
             raise OptionError(f"unknown option(s) for a self-organized tree: {', '.join(sorted(options))}")
@@ -168,7 +169,7 @@ class SelfOrganizedHS(ClusterDiagnostics, HierarchicalSoftmax):
         organizer.start(vocab.counts)
         tree, depth = cluster_tree(organizer.cluster_of, vocab.counts, organizer.n_clusters,
                                    kind="self-organized")
-        layer = cls(tree, depth, hs_order, organizer, samples_per_word)
+        layer = cls(tree, depth, hs_order, organizer, samples_per_word, clip)
         layer.set_heldout(vocab, heldout, heldout_tokens)
         return layer
 
@@ -214,7 +215,7 @@ class SelfOrganizedHS(ClusterDiagnostics, HierarchicalSoftmax):
 
     # -- state -------------------------------------------------------------------------------------
     def config(self):
-        return {"order": self.order, "samples_per_word": self.samples_per_word,
+        return {"order": self.order, "clip": self.clip, "samples_per_word": self.samples_per_word,
                 "organizer": self.organizer.config()}
 
     @classmethod
@@ -222,7 +223,7 @@ class SelfOrganizedHS(ClusterDiagnostics, HierarchicalSoftmax):
         organizer = SelfOrganizer(**config["organizer"])
         organizer.load_arrays(arrays)
         layer = cls(Tree.from_arrays(arrays), arrays["cluster_depth"], config["order"], organizer,
-                    config["samples_per_word"])
+                    config["samples_per_word"], config.get("clip", "skip"))
         layer.load_arrays(arrays)
         return layer
 
