@@ -67,6 +67,12 @@ class OutputLayer:
     def batch_levels(self) -> int:
         return 0
 
+    def gpu_program(self, backend: str):
+        """For ``devices`` that include "cuda": the layer's own GPU program (the interface of
+        ``semhuff.gpu.programs.GpuProgram``), or None for the built-in one of ``body`` (HS
+        and NS: binary logistic outputs through ``kernel_args()``)."""
+        return None
+
     def train_kernel(self, sg: bool, dim: int, cbow_mean: bool = True):
         custom = self.custom_body() if self.body == loop.CUSTOM else None
         return loop.kernel(sg, dim, self.body, self.batch_levels(), self.word_stats is not None,

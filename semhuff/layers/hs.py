@@ -22,6 +22,7 @@ class HierarchicalSoftmax(OutputLayer):
 
     body = loop.HS
     normalised = True
+    devices = ("cpu", "cuda")
     options = ("tree", "similarity", "hs_order")
     ORDERS = ("mixed", "word2vec", "batched")
     MIXED_LEVELS = 4
