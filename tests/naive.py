@@ -154,3 +154,51 @@ def score(sentences, index, syn0, syn1, word_paths, window, sg=True) -> Tuple[fl
                 nll -= hs_log_prob(np.mean([syn0[r] for r in ctx], axis=0), word_paths[w], syn1)
                 n += 1
     return nll, n
+
+
+def minibatch(syn0, out, pairs, outputs, mean=True, clip=False, cap=0):
+    """One batch of the GPU's update (docs/gpu.md), float64: synchronous minibatch SGD.
+
+    ``pairs``: (input ids, target, learning rate) per pair (skip-gram: one input; CBOW: the
+    contexts); ``outputs(target, j)``: the (output row, label) entries of pair ``j``. Every score
+    uses the weights as they were before the batch; each row then receives the sum of its
+    updates, scaled by ``min(1, cap / n)`` when ``cap`` > 0, ``n`` being how many entries of the
+    batch touch it (output rows: (pair, entry); input rows: context occurrences). ``clip``: no
+    update where ``|score| >= 6`` (word2vec's HS). CBOW: the inputs' mean (``mean``) or sum
+    predicts; each context receives the error (``mean``) or its share. Returns
+    (syn0, out, loss)."""
+    syn0, out = syn0.astype(np.float64), out.astype(np.float64)
+    d_in, d_out = np.zeros_like(syn0), np.zeros_like(out)
+    hits_in, hits_out = np.zeros(len(syn0)), np.zeros(len(out))
+    loss = 0.0
+    for j, (inputs, target, rate) in enumerate(pairs):
+        h = np.sum([syn0[r] for r in inputs], axis=0)
+        if mean:
+            h = h / len(inputs)
+        err = np.zeros_like(h)
+        for row, label in outputs(target, j):
+            s = float(h @ out[row])
+            g = 0.0 if clip and abs(s) >= 6 else (label - sigmoid(s)) * rate
+            loss -= log_sigmoid(s if label else -s)
+            err += g * out[row]
+            d_out[row] += g * h
+            hits_out[row] += 1
+        for r in inputs:
+            d_in[r] += err if mean else err / len(inputs)
+            hits_in[r] += 1
+
+    def scale(hits):
+        return np.minimum(1.0, cap / np.maximum(hits, 1))[:, None] if cap > 0 else 1.0
+
+    return syn0 + d_in * scale(hits_in), out + d_out * scale(hits_out), loss
+
+
+def hs_outputs(word_paths):
+    """HS entries for ``minibatch``: the target's path, label = 1 - code."""
+    return lambda target, j: [(row, 1 - code) for row, code in word_paths[target]]
+
+
+def ns_outputs(noise):
+    """NS entries for ``minibatch``: the target (label 1), then pair ``j``'s noise words
+    ``noise[j]`` (label 0), one equal to the target skipped."""
+    return lambda target, j: [(target, 1)] + [(int(z), 0) for z in noise[j] if z != target]
