@@ -376,3 +376,45 @@ def test_kernels_compile_to_ptx_for_an_h100():
     if out.returncode == 3:
         pytest.skip(out.stdout.strip()[:200])
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_pair_generation_overlaps_the_device(monkeypatch):
+    """Trainer threads generate their chunks' pairs in parallel while one of them holds the
+    device; device sections never overlap (one stream). Generation and the device are made slow
+    with sleeps, so the timing does not depend on the machine's load."""
+    import threading
+    import time
+    from semhuff.gpu.pairs import PairSource as Source
+
+    spans, lock = [], threading.Lock()
+    real_generate = Source.generate
+
+    def slow_generate(self, *args):
+        time.sleep(0.15)
+        return real_generate(self, *args)
+
+    class SlowDevice(HostArrays):
+        def take_loss(self):
+            start = time.perf_counter()
+            time.sleep(0.15)
+            with lock:
+                spans.append((start, time.perf_counter()))
+            return super().take_loss()
+
+    monkeypatch.setattr(Source, "generate", slow_generate)
+    layer, plan = _layer("hs"), _plan(True)
+    session = CudaDevice(backend=SlowDevice()).open(_syn0(), layer, 2)
+    session.warm_up(plan)
+    spans.clear()
+    chunk = Chunk(IDS, BOUNDS, len(IDS))
+    started = time.perf_counter()
+    threads = [threading.Thread(target=session.train_chunk, args=(plan, chunk, 0, s))
+               for s in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    elapsed = time.perf_counter() - started
+    spans.sort()
+    assert len(spans) == 4 and all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))
+    assert elapsed < 0.8 * 4 * 0.3  # serial: 1.2 s; overlapped: about 0.75 s
