@@ -17,14 +17,11 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import logging
 import os
 import sys
 import tempfile
-import time
 
-from semhuff.data import missing_message, shared_corpus
-from semhuff.eval.bench_train import quality, write_prefix
+from semhuff.eval.bench_train import add_corpus_options, parse_bench_args, quality, write_prefix
 from semhuff.model import default_workers
 
 TARGET_WORDS_PER_S = 10e6
@@ -90,12 +87,8 @@ def targets(cpu: dict, gpu: dict) -> list:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--corpus", default=str(shared_corpus()))
-    p.add_argument("--tokens", type=int, default=0, help="use only this many leading tokens (0 = all)")
-    p.add_argument("--epochs", type=int, default=5)
-    p.add_argument("--dim", type=int, default=100)
+    add_corpus_options(p)
     p.add_argument("--loss", default="hs", choices=["hs", "ns"])
-    p.add_argument("--negative", type=int, default=5)
     p.add_argument("--backend", default="numba", choices=["numba", "cupy"])
     p.add_argument("--batch-pairs", type=int, help="pairs per GPU batch (default: the device's)")
     p.add_argument("--hot-cap", type=int, help="hot-row cap K (default: the device's; 0 = off)")
@@ -103,12 +96,9 @@ def main(argv=None) -> int:
                    help="CPU trainer threads, and the GPU session's pair-generating threads")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--skip-cpu", action="store_true", help="train on the GPU only")
-    p.add_argument("--json", help="also write the results here")
-    args = p.parse_args(argv)
-    if not os.path.exists(args.corpus):
-        print(f"bench_gpu: {missing_message(args.corpus, 'corpus')} or pass --corpus", file=sys.stderr)
+    args = parse_bench_args(p, argv, "bench_gpu")
+    if args is None:
         return 2
-    logging.basicConfig(level=logging.WARNING)
     from semhuff.devices import make_device
     from semhuff.errors import SemhuffError
     try:

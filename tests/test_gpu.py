@@ -84,7 +84,7 @@ def _numba_backend():
 
 def _cupy_backend():
     try:
-        import cupy  # noqa: F401
+        import cupy  # noqa: F401  (only: is it installed)
     except ImportError as exc:
         pytest.skip(f"CuPy is not installed ({exc})")
     try:

@@ -113,6 +113,14 @@ def input_range(starts, sg, p):
 
 
 @cuda.jit(device=True)
+def cap_scale(hits, cap):
+    """The hot-row cap: ``cap / hits`` for a row more than ``cap`` entries touch, else 1."""
+    if cap > 0 and hits > cap:
+        return f32(cap) / f32(hits)
+    return f32(1.0)
+
+
+@cuda.jit(device=True)
 def log_sigmoid(x):
     if x >= 0:
         return -math.log1p(math.exp(-x))
@@ -189,6 +197,14 @@ def batch_kernels(dim: int, width: int):
             cuda.syncthreads()  # ``part`` and ``gs`` are reused by the block's next pair
         cuda.atomic.add(loss, (cuda.blockIdx.x * WARP + lane) % LOSS_SLOTS, nll)
 
+    @cuda.jit(device=True)
+    def add_scaled(matrix, r, scale, source, q, lane):
+        """``matrix[r] += scale * source[q]``, this thread's dimensions, atomically."""
+        for k in range(KD):
+            d = lane + WARP * k
+            if d < D:
+                cuda.atomic.add(matrix, (r, d), scale * source[q, d])
+
     @cuda.jit
     def update(syn0, weights, inputs, starts, sg, mean, p0, n, rows, counts, h_buf, err_buf,
                g_buf, out_hits, in_hits, cap):
@@ -199,25 +215,12 @@ def batch_kernels(dim: int, width: int):
                 g = g_buf[q, i]
                 if g != 0:
                     r = rows[q, i]
-                    hits = out_hits[r]
-                    if cap > 0 and hits > cap:
-                        g = g * f32(cap) / f32(hits)
-                    for k in range(KD):
-                        d = lane + WARP * k
-                        if d < D:
-                            cuda.atomic.add(weights, (r, d), g * h_buf[q, d])
+                    add_scaled(weights, r, g * cap_scale(out_hits[r], cap), h_buf, q, lane)
             a, b = input_range(starts, sg, p)
             share = f32(1.0) if mean else f32(1.0) / f32(b - a)
             for c in range(a, b):
                 r = inputs[c]
-                scale = share
-                hits = in_hits[r]
-                if cap > 0 and hits > cap:
-                    scale = scale * f32(cap) / f32(hits)
-                for k in range(KD):
-                    d = lane + WARP * k
-                    if d < D:
-                        cuda.atomic.add(syn0, (r, d), err_buf[q, d] * scale)
+                add_scaled(syn0, r, share * cap_scale(in_hits[r], cap), err_buf, q, lane)
 
     return forward, update
 
