@@ -78,10 +78,8 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--backend", choices=backend_names(), default=argparse.SUPPRESS,
                    help="--device cuda: numba (numba.cuda kernels, default) or cupy")
     g.add_argument("--batch-pairs", type=int, metavar="N", default=argparse.SUPPRESS,
-                   help="--device cuda: (input, target) pairs per GPU batch (default 16384)")
-    g.add_argument("--hot-cap", type=int, metavar="K", default=argparse.SUPPRESS,
-                   help="--device cuda: a row touched by more than K pairs of a batch gets its "
-                        "summed update scaled to K pairs' worth; 0 = off (default 32)")
+                   help="--device cuda: (input, target) pairs per GPU batch (default 8192; "
+                        "larger is faster, smaller closer to the CPU's quality: docs/gpu.md)")
     add_plugin_option(p)
     g = p.add_argument_group("output")
     g.add_argument("--probe", nargs="*", metavar="WORD",
@@ -116,7 +114,7 @@ def _run(args) -> int:
     progress = not args.no_progress and args.quiet == 0
     started = time.perf_counter()
     tree_file = _tree_file(args.tree)
-    device_options = {k: getattr(args, k) for k in ("batch_pairs", "hot_cap") if hasattr(args, k)}
+    device_options = {k: getattr(args, k) for k in ("batch_pairs",) if hasattr(args, k)}
     backend = getattr(args, "backend", None)
     if args.init_model:
         model = Word2Vec.load(args.init_model, progress=progress)

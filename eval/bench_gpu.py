@@ -1,7 +1,7 @@
 """The GPU trainer against the CPU trainer: speed and quality, same corpus, same settings.
 
     python -m semhuff.eval.bench_gpu [--backend numba|cupy] [--tokens N] [--epochs E]
-                                     [--batch-pairs N] [--hot-cap K] [--loss hs|ns] [--json OUT]
+                                     [--batch-pairs N] [--no-damping] [--loss hs|ns] [--json OUT]
 
 Trains the CPU trainer (all cores, Hogwild) and ``--device cuda`` with identical settings
 (skip-gram, dim 100, window 5, min_count 5, sample 1e-3, alpha 0.025 -> 0.0001, Huffman tree) on
@@ -33,8 +33,9 @@ TARGET_SPEARMAN = 0.02
 def train(path, tokens, args, device: str) -> dict:
     from semhuff import Word2Vec
     gpu = device == "cuda"
-    options = {k: v for k, v in (("batch_pairs", args.batch_pairs), ("hot_cap", args.hot_cap))
-               if gpu and v is not None}
+    options = {"batch_pairs": args.batch_pairs} if gpu and args.batch_pairs else {}
+    if gpu and args.no_damping:
+        options["damping"] = False
     model = Word2Vec(vector_size=args.dim, window=5, min_count=5, sample=1e-3, sg=1,
                      loss=args.loss, negative=args.negative, alpha=0.025, min_alpha=0.0001,
                      epochs=args.epochs, workers=args.threads, seed=args.seed, progress=False,
@@ -91,7 +92,8 @@ def main(argv=None) -> int:
     p.add_argument("--loss", default="hs", choices=["hs", "ns"])
     p.add_argument("--backend", default="numba", choices=["numba", "cupy"])
     p.add_argument("--batch-pairs", type=int, help="pairs per GPU batch (default: the device's)")
-    p.add_argument("--hot-cap", type=int, help="hot-row cap K (default: the device's; 0 = off)")
+    p.add_argument("--no-damping", action="store_true",
+                   help="turn the stale-sum damping off (an experiment: large batches diverge)")
     p.add_argument("--threads", type=int, default=default_workers(),
                    help="CPU trainer threads, and the GPU session's pair-generating threads")
     p.add_argument("--seed", type=int, default=1)

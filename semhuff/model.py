@@ -75,7 +75,7 @@ class Word2Vec:
 
     ``device`` says where training runs: "cpu" (Hogwild threads) or "cuda" (``semhuff.gpu``:
     batches of pairs on one GPU, ``backend`` "numba" or "cupy", ``device_options`` such as
-    ``{"batch_pairs": 16384, "hot_cap": 32}``; docs/gpu.md). An unusable device fails at once
+    ``{"batch_pairs": 8192}``; docs/gpu.md). An unusable device fails at once
     with a ``DeviceError``. The model file, the vectors and the exports are the same whatever
     trained them; scoring always runs on the CPU.
     """

@@ -45,16 +45,17 @@ def main() -> int:
     i32, f32 = a[np.int32], a[np.float32]
     i64, u64, b = numba.int64, numba.uint64, numba.boolean
     forward, update = nk.batch_kernels(100, 24)
+    counters = (i32[1], i32[1], f32[1], f32[1])  # hits and curvature of output and input rows
     kernels = {
         "prepare_hs": (nk.prepare_hs, (i32[2], a[np.int8][2], i32[1], i32[1], i64, i64, i32[2],
-                                       f32[2], i32[1], i32[1], i32[1])),
+                                       f32[2], i32[1], *counters)),
         "prepare_ns": (nk.prepare_ns, (a[np.uint32][1], i32[1], i64, i32[1], i64, i64, u64, u64,
-                                       i32[2], f32[2], i32[1], i32[1], i32[1])),
+                                       i32[2], f32[2], i32[1], *counters)),
         "forward": (forward, (f32[2], f32[2], i32[1], a[np.int64][1], b, b, f32[1], i64, i64,
-                              i32[2], f32[2], i32[1], b, f32[2], f32[2], f32[2], i32[1], i32[1],
+                              i32[2], f32[2], i32[1], b, f32[2], f32[2], f32[2], *counters,
                               a[np.float64][1])),
         "update": (update, (f32[2], f32[2], i32[1], a[np.int64][1], b, b, i64, i64, i32[2],
-                            i32[1], f32[2], f32[2], f32[2], i32[1], i32[1], i64)),
+                            i32[1], f32[2], f32[2], f32[2], *counters, b)),
     }
     failed = 0
     for name, (kernel, signature) in kernels.items():

@@ -11,7 +11,7 @@ Tolerance of the comparisons: the kernels keep float32 weights and sum in float3
 order on a GPU, with fused multiply-adds and the device's expf/log1pf), the reference is float64:
 ``ATOL`` = 2e-5 of the largest weight, about 100x float32's rounding of the values involved,
 while a wrong sign, a missing or doubled update, or a different batching changes the result by
-more than 1e-3 of the update (asserted below for the batching and the hot-row cap).
+more than 1e-3 of the update (asserted below for the batching and the damping).
 """
 import json
 import os
@@ -96,8 +96,8 @@ def _cupy_backend():
 BACKENDS = {"numba": _numba_backend, "host": HostArrays, "cupy": _cupy_backend}
 
 
-def _train_on_device(backend, layer, syn0, plan, batch_pairs, cap, seed=7):
-    device = CudaDevice(backend=backend, batch_pairs=batch_pairs, hot_cap=cap)
+def _train_on_device(backend, layer, syn0, plan, batch_pairs, damping, seed=7):
+    device = CudaDevice(backend=backend, batch_pairs=batch_pairs, damping=damping)
     session = device.open(syn0, layer, 1)
     session.warm_up(plan)
     loss, pairs, trained = session.train_chunk(plan, Chunk(IDS, BOUNDS, len(IDS)), 0, seed)
@@ -107,7 +107,7 @@ def _train_on_device(backend, layer, syn0, plan, batch_pairs, cap, seed=7):
     return loss, pairs
 
 
-def _reference(kind, layer, syn0, plan, batch_pairs, cap, seed=7):
+def _reference(kind, layer, syn0, plan, batch_pairs, damping, seed=7):
     """The same pairs (the PAIRS loop, same seed), batch by batch through naive.minibatch."""
     pairs = PairSource(DIM).generate(plan, IDS, BOUNDS, 0, seed)
     if plan.sg:
@@ -126,7 +126,7 @@ def _reference(kind, layer, syn0, plan, batch_pairs, cap, seed=7):
             outputs = naive.ns_outputs(noise_matrix(np, p0, len(batch), NEGATIVE, seed,
                                                     layer.alias_thr, layer.alias_idx))
         syn0, out, batch_loss = naive.minibatch(syn0, out, batch, outputs, mean=plan.cbow_mean,
-                                                clip=kind == "hs", cap=cap)
+                                                clip=kind == "hs", damping=damping)
         loss += batch_loss
     return syn0, out, loss, len(items)
 
@@ -138,13 +138,15 @@ CASES = {"hs-sg": ("hs", True, True), "hs-cbow-mean": ("hs", False, True),
 
 @pytest.mark.parametrize("backend", ["numba", "host", "cupy"])
 @pytest.mark.parametrize("case", list(CASES))
-@pytest.mark.parametrize("batch_pairs,cap", [(5, 2), (1000, 0)], ids=["batches-of-5-cap-2", "one-batch"])
-def test_batch_update_matches_float64_reference(backend, case, batch_pairs, cap):
+@pytest.mark.parametrize("batch_pairs,damping", [(5, True), (1000, False)],
+                         ids=["batches-of-5-damped", "one-batch-undamped"])
+def test_batch_update_matches_float64_reference(backend, case, batch_pairs, damping):
     kind, sg, mean = CASES[case]
     layer, syn0, plan = _layer(kind), _syn0(), _plan(sg, mean)
-    exp0, exp1, exp_loss, n_pairs = _reference(kind, layer, syn0, plan, batch_pairs, cap)
+    exp0, exp1, exp_loss, n_pairs = _reference(kind, layer, syn0, plan, batch_pairs, damping)
     trained_layer, got0 = _copy(layer), syn0.copy()
-    loss, pairs = _train_on_device(BACKENDS[backend](), trained_layer, got0, plan, batch_pairs, cap)
+    loss, pairs = _train_on_device(BACKENDS[backend](), trained_layer, got0, plan, batch_pairs,
+                                   damping)
     assert pairs == n_pairs and (batch_pairs >= 1000 or n_pairs > 2 * batch_pairs)
     assert loss == pytest.approx(exp_loss, rel=1e-5)
     for got, before, expected in ((got0, syn0, exp0), (trained_layer.weights, layer.weights, exp1)):
@@ -153,20 +155,21 @@ def test_batch_update_matches_float64_reference(backend, case, batch_pairs, cap)
 
 
 @pytest.mark.parametrize("kind", ["hs", "ns"])
-def test_batching_and_cap_change_the_reference(kind):
-    """The comparisons above can tell batch sizes and caps apart: the reference itself moves
-    by far more than the tolerance when either changes."""
+def test_batching_and_damping_change_the_reference(kind):
+    """The comparisons above can tell batch sizes and the damping apart: the reference itself
+    moves by far more than the tolerance when either changes."""
     layer, syn0, plan = _layer(kind), _syn0(), _plan(True)
-    base = _reference(kind, layer, syn0, plan, 1000, 0)
-    for batch_pairs, cap in ((5, 0), (1000, 2)):
-        other = _reference(kind, layer, syn0, plan, batch_pairs, cap)
+    base = _reference(kind, layer, syn0, plan, 1000, False)
+    for batch_pairs, damping in ((5, False), (1000, True)):
+        other = _reference(kind, layer, syn0, plan, batch_pairs, damping)
         change = np.abs(base[1] - layer.weights).max()
         assert np.abs(other[1] - base[1]).max() > 1e-3 * change
 
 
 def test_one_pair_batches_are_word2vec_updates():
-    """With one pair per batch and no cap, the batch update is word2vec's per-pair HS update
-    (naive.hs_predictor; the exact sigmoid, scores kept inside the clip)."""
+    """With one pair per batch, the batch update is word2vec's per-pair HS update
+    (naive.hs_predictor; the exact sigmoid, scores kept inside the clip), the damping included:
+    it leaves rows one entry touches alone."""
     layer, syn0 = _layer("hs"), _syn0() * 0.2
     paths = naive.paths(layer.tree.parent, layer.tree.branch, len(COUNTS))
     exp0, exp1 = syn0.astype(np.float64), layer.weights.astype(np.float64)
@@ -176,7 +179,8 @@ def test_one_pair_batches_are_word2vec_updates():
         exp0[r] += err
     got0, got1 = syn0.astype(np.float64), layer.weights.astype(np.float64)
     for r, w in [(0, 3), (3, 0), (1, 4), (4, 1), (1, 1)]:
-        got0, got1, _ = naive.minibatch(got0, got1, [([r], w, 0.1)], naive.hs_outputs(paths))
+        got0, got1, _ = naive.minibatch(got0, got1, [([r], w, 0.1)], naive.hs_outputs(paths),
+                                        damping=True)
     np.testing.assert_allclose(got0, exp0, atol=1e-12)
     np.testing.assert_allclose(got1, exp1, atol=1e-12)
 
@@ -237,13 +241,13 @@ def test_numba_simulator_and_host_twin_train_the_same_model(host_backend, loss):
 def test_gpu_trained_model_saves_exports_and_scores_like_any(host_backend, tmp_path):
     """Same model file and exports; the device is saved with the model but not needed to load,
     export or score it (scoring runs on the CPU)."""
-    model = Word2Vec(SENTENCES, device="cuda", backend="host", device_options={"hot_cap": 4},
-                     **TINY)
+    model = Word2Vec(SENTENCES, device="cuda", backend="host",
+                     device_options={"batch_pairs": 4}, **TINY)
     assert np.isfinite(model.syn0).all() and model.reports[0].epochs[-1].loss > 0
     model.save(tmp_path / "m.npz")
     params = json.loads(str(np.load(tmp_path / "m.npz")["meta"]))["params"]
     assert (params["device"], params["backend"], params["device_options"]) == \
-        ("cuda", "host", {"hot_cap": 4})
+        ("cuda", "host", {"batch_pairs": 4})
     gpu_device.BACKENDS.pop("host")  # as on a machine where that backend is missing
     back = Word2Vec.load(tmp_path / "m.npz", progress=False)
     np.testing.assert_array_equal(back.syn0, model.syn0)
@@ -294,6 +298,8 @@ def test_device_options_are_checked():
         make_device("cpu", batch_pairs=10)
     with pytest.raises(OptionError, match="batch_pairs"):
         make_device("cuda", "numba", batch_pairs=0)
+    with pytest.raises(OptionError, match="damping"):
+        make_device("cuda", "numba", damping="yes")
     with pytest.raises(OptionError, match="unknown device"):
         Word2Vec(device="tpu")
     layer = _layer("hs")

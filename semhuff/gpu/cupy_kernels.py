@@ -12,8 +12,8 @@ with the float64 reference and with the numba.cuda kernels. One batch of ``n`` p
    ``g = (label - sigmoid(s)) * rate`` (exact sigmoid; HS: no update where ``|s| >= 6``, as
    word2vec), the inputs' errors ``err = g R``, the loss;
 3. update, after every read of the batch: ``scatter_add`` of ``g h`` into the output rows and of
-   ``err`` into the input rows, each row's summed update scaled by ``min(1, cap / hits)``
-   (the hot-row cap, ``docs/gpu.md``).
+   ``err`` into the input rows, each row's summed update damped by ``1 / (1 + C (n - 1) / n)``
+   (the stale-sum damping, ``docs/gpu.md``).
 """
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ def ns_targets(xp, alias_thr, alias_idx, negative, targets, first_pair, seed):
 
 
 def train(xp, scatter_add, syn0, weights, inputs, starts, rows, labels, counts, rates, clip,
-          mean, cap):
+          mean, damping):
     """One batch (``docs/gpu.md``): ``inputs``/``starts`` as ``pairs.Pairs`` for these pairs
     (``starts[0] == 0``, or None for skip-gram), targets as ``hs_targets`` /
     ``ns_targets`` give them. Updates ``syn0`` and ``weights``; returns the summed nll
@@ -71,27 +71,37 @@ def train(xp, scatter_add, syn0, weights, inputs, starts, rows, labels, counts, 
     out = weights[rows]                                   # (n, L, D): every path node at once
     s = xp.matmul(out, h[:, :, None])[:, :, 0]            # (n, L) logits
     valid = xp.arange(width)[None, :] < counts[:, None]
-    g = (labels - 1.0 / (1.0 + xp.exp(-s))) * rates[:, None]
+    f = 0.5 * (1.0 + xp.tanh(0.5 * s))                    # the sigmoid, without overflow
+    g = (labels - f) * rates[:, None]
     keep = valid & (xp.abs(s) < MAX_EXP) if clip else valid
     g = xp.where(keep, g, 0.0).astype(xp.float32)
     nll = xp.where(valid, xp.logaddexp(0.0, -s * (2.0 * labels - 1.0)), 0.0).sum(dtype=xp.float64)
     err = xp.matmul(g[:, None, :], out)[:, 0, :]          # (n, D)
-
-    flat_rows = rows.reshape(-1)
-    if cap > 0:
-        hits = xp.bincount(flat_rows, weights=valid.reshape(-1).astype(xp.float32),
-                           minlength=weights.shape[0])
-        g = g * xp.minimum(1.0, cap / xp.maximum(hits[rows], 1.0)).astype(xp.float32)
-    sel = xp.flatnonzero(valid.reshape(-1))
-    scatter_add(weights, flat_rows[sel], (g[:, :, None] * h[:, None, :]).reshape(-1, dim)[sel])
     if k is not None and not mean:
         err = err / k[:, None]
-    err = err[seg]
-    if cap > 0:
-        hits = xp.bincount(ctx, minlength=syn0.shape[0]).astype(xp.float32)
-        err = err * xp.minimum(1.0, cap / xp.maximum(hits[ctx], 1.0))[:, None]
+    flat_rows = rows.reshape(-1)
+    if damping:
+        curv = xp.where(valid, f * (1.0 - f), 0.0) * rates[:, None]           # (n, L)
+        g = g * stale_damping(xp, flat_rows, valid.reshape(-1),
+                              (curv * (h * h).sum(-1)[:, None]).reshape(-1),
+                              weights.shape[0])[rows]
+        per_pair = (curv * (out * out).sum(-1)).sum(1)                        # (n,)
+        err = err[seg] * stale_damping(xp, ctx, None, per_pair[seg], syn0.shape[0])[ctx][:, None]
+    else:
+        err = err[seg]
+    sel = xp.flatnonzero(valid.reshape(-1))
+    scatter_add(weights, flat_rows[sel], (g[:, :, None] * h[:, None, :]).reshape(-1, dim)[sel])
     scatter_add(syn0, ctx, err.astype(xp.float32))
     return nll
+
+
+def stale_damping(xp, index, valid, curvature, size):
+    """Per row: ``1 / (1 + C (n - 1) / n)``, ``n`` = the entries of the batch that touch it (the
+    ``valid`` ones; None: all), ``C`` = their summed ``curvature`` (zero where not valid)."""
+    hits = xp.bincount(index, weights=None if valid is None else valid.astype(xp.float64),
+                       minlength=size)
+    total = xp.bincount(index, weights=curvature, minlength=size)
+    return (1.0 / (1.0 + total * (hits - 1.0) / xp.maximum(hits, 1.0))).astype(xp.float32)
 
 
 class ArrayBackend:
@@ -144,7 +154,7 @@ class ArrayBackend:
         return ns_targets(self.xp, alias_thr, alias_idx, negative, pairs.targets[p0:p0 + n], p0,
                           seed)
 
-    def train(self, syn0, weights, pairs, p0, n, targets, clip, mean, cap):
+    def train(self, syn0, weights, pairs, p0, n, targets, clip, mean, damping):
         rows, labels, counts = targets
         if pairs.starts is None:
             inputs, starts = pairs.inputs[p0:p0 + n], None
@@ -152,7 +162,7 @@ class ArrayBackend:
             s0, s1 = int(pairs.host.starts[p0]), int(pairs.host.starts[p0 + n])
             inputs, starts = pairs.inputs[s0:s1], pairs.starts[p0:p0 + n + 1] - s0
         self._loss += train(self.xp, self.scatter_add, syn0, weights, inputs, starts, rows, labels,
-                            counts, pairs.rates[p0:p0 + n], clip, mean, cap)
+                            counts, pairs.rates[p0:p0 + n], clip, mean, damping)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -182,7 +192,8 @@ class CupyBackend(ArrayBackend):
         import cupyx
         self.xp = cupy
         self._scatter_add = cupyx.scatter_add
-        cupy.cuda.runtime.getDeviceCount()  # raises when there is no usable device
+        if cupy.cuda.runtime.getDeviceCount() < 1:  # raises when there is no driver
+            raise RuntimeError("no CUDA device")
 
     def scatter_add(self, a, index, values):
         self._scatter_add(a, index, values)

@@ -56,18 +56,22 @@ def load_backend(name: str, blocks: int = 0):
 
 
 class CudaDevice:
-    """``make_device("cuda", backend, batch_pairs=, hot_cap=, blocks=)``."""
+    """``make_device("cuda", backend, batch_pairs=, damping=, blocks=)``: ``batch_pairs`` pairs
+    a batch; ``damping`` the stale-sum damping of rows many pairs of a batch touch (docs/gpu.md;
+    off only for experiments: large batches diverge without it); ``blocks`` the CUDA grid
+    (0: 32 per multiprocessor)."""
 
     name = "cuda"
     backends = tuple(BACKENDS)
     score_on = "cpu"  # held-out scoring (exact float64) runs on the CPU, after to_host()
-    DEFAULT_BATCH_PAIRS = 16384
-    DEFAULT_HOT_CAP = 32
+    DEFAULT_BATCH_PAIRS = 8192
 
     def __init__(self, backend=None, batch_pairs: Optional[int] = None,
-                 hot_cap: Optional[int] = None, blocks: Optional[int] = None):
+                 damping: bool = True, blocks: Optional[int] = None):
         self.batch_pairs = _positive("batch_pairs", batch_pairs, self.DEFAULT_BATCH_PAIRS)
-        self.hot_cap = _positive("hot_cap", hot_cap, self.DEFAULT_HOT_CAP, zero_ok=True)
+        if not isinstance(damping, (bool, np.bool_)):
+            raise OptionError(f"damping must be true or false, got {damping!r}")
+        self.damping = bool(damping)
         self.blocks = _positive("blocks", blocks, 0, zero_ok=True)
         if backend is None or isinstance(backend, str):
             name = backend or "numba"
@@ -131,7 +135,7 @@ class GpuSession:
         self.layer = layer
         self.backend = device.backend
         self.batch_pairs = device.batch_pairs
-        self.hot_cap = device.hot_cap
+        self.damping = device.damping
         # generation threads: each generates its chunk's pairs in parallel, then waits its turn
         # at the device (the lock); so up to 2 x workers chunks are in flight
         self.concurrency = max(1, int(workers))

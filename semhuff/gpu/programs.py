@@ -64,7 +64,7 @@ class BinaryOutputs(GpuProgram):
         make = backend.hs_targets if self.kind == "hs" else backend.ns_targets
         targets = make(self.arrays, pairs, p0, n, seed)
         backend.train(session.d_syn0, session.d_weights, pairs, p0, n, targets, self.clip,
-                      bool(plan.cbow_mean or plan.sg), session.hot_cap)
+                      bool(plan.cbow_mean or plan.sg), session.damping)
 
 
 _BUILTIN = {loop.HS: "hs", loop.NS: "ns"}
