@@ -133,6 +133,8 @@ def make_device(name: str, backend: Optional[str] = None, **options):
     """The device called ``name`` (with ``backend`` and device ``options``, e.g. the GPU's
     ``batch_pairs``); a clear error when it is unknown or unusable here."""
     check_device_options(name, backend)
+    if backend is None and not options:  # a device class of a plugin may take no arguments
+        return DEVICES[name]()
     return DEVICES[name](backend=backend, **options)
 
 
