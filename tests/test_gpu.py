@@ -420,3 +420,43 @@ def test_pair_generation_overlaps_the_device(monkeypatch):
     spans.sort()
     assert len(spans) == 4 and all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))
     assert elapsed < 0.8 * 4 * 0.3  # serial: 1.2 s; overlapped: about 0.75 s
+
+
+def test_a_layer_can_bring_its_own_gpu_program():
+    """``OutputLayer.gpu_program`` replaces the built-in program (the plug point of the planned
+    class softmax): the session uploads it, runs it per batch and asks it back to the host."""
+    from semhuff.gpu.programs import BinaryOutputs, GpuProgram
+
+    class Counting(GpuProgram):
+        def __init__(self, layer):
+            self.inner = BinaryOutputs(layer, "hs")
+            self.calls = {"upload": 0, "train_batch": 0, "to_host": 0}
+
+        def upload(self, session):
+            self.calls["upload"] += 1
+            self.inner.upload(session)
+            self.width = self.inner.width
+
+        def train_batch(self, session, plan, pairs, p0, n, seed):
+            self.calls["train_batch"] += 1
+            self.inner.train_batch(session, plan, pairs, p0, n, seed)
+
+        def to_host(self, session):
+            self.calls["to_host"] += 1
+
+    class OwnProgram(HierarchicalSoftmax):
+        def gpu_program(self, backend):
+            self.program = Counting(self)
+            return self.program
+
+    base = _layer("hs")
+    layer = OwnProgram(base.tree)
+    layer.allocate(len(COUNTS), DIM)
+    layer.weights[:] = base.weights
+    syn0, plan = _syn0(), _plan(True)
+    loss, pairs = _train_on_device(HostArrays(), layer, syn0, plan, 5, True)
+    calls = layer.program.calls
+    assert calls["upload"] == 1 and calls["to_host"] == 1
+    assert calls["train_batch"] == 1 + -(-pairs // 5)  # warm-up + the batches
+    expected = _reference("hs", base, _syn0(), plan, 5, True)
+    np.testing.assert_allclose(layer.weights, expected[1], atol=ATOL * np.abs(expected[1]).max())
