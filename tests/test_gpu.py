@@ -460,3 +460,31 @@ def test_a_layer_can_bring_its_own_gpu_program():
     assert calls["train_batch"] == 1 + -(-pairs // 5)  # warm-up + the batches
     expected = _reference("hs", base, _syn0(), plan, 5, True)
     np.testing.assert_allclose(layer.weights, expected[1], atol=ATOL * np.abs(expected[1]).max())
+
+
+@pytest.mark.parametrize("backend", ["numba", "host"])
+@pytest.mark.parametrize("kind", ["hs", "ns"])
+def test_scores_beyond_six(backend, kind):
+    """Large weights put scores beyond +-6: HS gives those nodes no update (word2vec, the CPU
+    kernels), NS keeps the exact sigmoid; the reference with the other rule differs."""
+    layer, syn0, plan = _layer(kind), _syn0() * 4, _plan(True)
+    layer.weights *= 4
+    rule = kind == "hs"
+
+    def reference(clip):
+        pairs = PairSource(DIM).generate(plan, IDS, BOUNDS, 0, 7)
+        items = [([int(pairs.inputs[p])], int(pairs.targets[p]), float(pairs.rates[p]))
+                 for p in range(pairs.n)]
+        outputs = (naive.hs_outputs(naive.paths(layer.tree.parent, layer.tree.branch, len(COUNTS)))
+                   if kind == "hs" else
+                   naive.ns_outputs(noise_matrix(np, 0, len(items), NEGATIVE, 7, layer.alias_thr,
+                                                 layer.alias_idx)))
+        return naive.minibatch(syn0, layer.weights, items, outputs, clip=clip, damping=True)
+
+    expected, other = reference(rule), reference(not rule)
+    assert np.abs(expected[1] - other[1]).max() > 1e-3 * np.abs(expected[1] - layer.weights).max()
+    trained, got0 = _copy(layer), syn0.copy()
+    _train_on_device(BACKENDS[backend](), trained, got0, plan, 1000, True)
+    np.testing.assert_allclose(trained.weights, expected[1], rtol=0,
+                               atol=ATOL * np.abs(expected[1]).max())
+    np.testing.assert_allclose(got0, expected[0], rtol=0, atol=ATOL * np.abs(expected[0]).max())
