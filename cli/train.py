@@ -14,7 +14,7 @@ import sys
 import time
 from typing import List, Optional
 
-from semhuff.devices import DEVICES
+from semhuff.devices import DEVICES, backend_names
 from semhuff.errors import TreeError
 from semhuff.io_utils import check_writable, is_stdout
 from semhuff.layers import OUTPUT_LAYERS
@@ -101,7 +101,14 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--workers", "--threads", dest="workers", type=int, default=default_workers(),
                    help="training threads")
     g.add_argument("--seed", type=int, default=1, help="random seed (workers=1: bit-reproducible)")
-    g.add_argument("--device", choices=sorted(DEVICES), default="cpu", help="where training runs")
+    g.add_argument("--device", choices=sorted(DEVICES), default="cpu",
+                   help="where training runs: cpu (Hogwild threads) or cuda (one NVIDIA GPU, "
+                        "needs semhuff[cuda]; docs/gpu.md)")
+    g.add_argument("--backend", choices=backend_names(), default=argparse.SUPPRESS,
+                   help="--device cuda: numba (numba.cuda kernels, default) or cupy")
+    g.add_argument("--batch-pairs", type=int, metavar="N", default=argparse.SUPPRESS,
+                   help="--device cuda: (input, target) pairs per GPU batch (default 8192; "
+                        "larger is faster, smaller closer to the CPU's quality: docs/gpu.md)")
     add_plugin_option(p)
     g = p.add_argument_group("output")
     g.add_argument("--probe", nargs="*", metavar="WORD",
@@ -143,8 +150,12 @@ def _run(args, given=frozenset()) -> int:
     progress = not args.no_progress and args.quiet == 0
     started = time.perf_counter()
     tree_file = _tree_file(args.tree)
+    device_options = {k: getattr(args, k) for k in ("batch_pairs",) if hasattr(args, k)}
+    backend = getattr(args, "backend", None)
     if args.init_model:
         model = continue_model(args, given, progress)
+        # this command line says where this run trains
+        model.backend, model.device_options = backend, device_options
     else:
         model = Word2Vec(vector_size=args.dim, window=args.window, min_count=args.min_count,
                          max_vocab_size=args.max_vocab_size, max_final_vocab=args.max_final_vocab,
@@ -154,6 +165,7 @@ def _run(args, given=frozenset()) -> int:
                          hs_order=args.hs_order, layer_options=layer_options(args),
                          alpha=args.alpha, min_alpha=args.min_alpha, epochs=args.epochs,
                          workers=args.workers, seed=args.seed, device=args.device,
+                         backend=backend, device_options=device_options,
                          max_sentence_length=args.max_sentence_length, progress=progress)
         if tree_file is None:
             model.build_vocab(corpus)
@@ -217,6 +229,11 @@ def _print_summary(model, report, args, fmt, seconds):
     print(f"model: {'skip-gram' if model.sg else 'CBOW'}, {model.layer.describe()}, "
           f"dim {model.vector_size}, window {model.window}", file=out)
     print(f"training: {report.summary()}", file=out)
+    gpu = report.device_stats
+    if gpu:
+        print(f"device: {gpu['device']} ({gpu['backend']}), {gpu['pairs']:,} pairs in "
+              f"{gpu['batches']:,} batches, {gpu['device_seconds']:.1f} s at the device, peak "
+              f"memory in use {gpu['peak_memory_bytes'] / 2**20:,.0f} MiB", file=out)
     print(f"wrote {args.output} ({fmt})" + (f" and {args.save_model} (model)" if args.save_model else "")
           + f"; total {seconds:.1f} s", file=out)
     probes = args.probe if args.probe else _default_probes(model)

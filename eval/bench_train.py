@@ -44,6 +44,26 @@ def write_prefix(corpus: str, n_tokens: int, folder: str) -> tuple:
     return path, written
 
 
+def add_corpus_options(p: argparse.ArgumentParser) -> None:
+    """What every training benchmark takes: the corpus and its prefix, epochs, dim, negative."""
+    p.add_argument("--corpus", default=str(shared_corpus()))
+    p.add_argument("--tokens", type=int, default=0, help="use only this many leading tokens (0 = all)")
+    p.add_argument("--epochs", type=int, default=5)
+    p.add_argument("--dim", type=int, default=100)
+    p.add_argument("--negative", type=int, default=5)
+
+
+def parse_bench_args(p: argparse.ArgumentParser, argv, prog: str):
+    """Add ``--json``, parse; None (after one line on stderr) when the corpus is missing."""
+    p.add_argument("--json", help="also write the results here")
+    args = p.parse_args(argv)
+    if not os.path.exists(args.corpus):
+        print(f"{prog}: {missing_message(args.corpus, 'corpus')} or pass --corpus", file=sys.stderr)
+        return None
+    logging.basicConfig(level=logging.WARNING)
+    return args
+
+
 def quality(kv) -> dict:
     from gensim.test.utils import datapath
     ws = kv.evaluate_word_pairs(datapath("wordsim353.tsv"))[1].statistic
@@ -94,23 +114,16 @@ def summarise(runs: list) -> dict:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--corpus", default=str(shared_corpus()))
-    p.add_argument("--tokens", type=int, default=0, help="use only this many leading tokens (0 = all)")
-    p.add_argument("--epochs", type=int, default=5)
-    p.add_argument("--dim", type=int, default=100)
-    p.add_argument("--negative", type=int, default=5)
+    add_corpus_options(p)
     p.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     p.add_argument("--loss", nargs="+", default=["hs", "ns"], choices=["hs", "ns"])
     p.add_argument("--hs-order", default="mixed", choices=["mixed", "word2vec", "batched"],
                    help="semhuff's skip-gram + HS order (see docs/performance.md)")
     p.add_argument("--seeds", type=int, nargs="+", default=[1],
                    help="train every cell once per seed; quality is reported as mean and spread")
-    p.add_argument("--json", help="also write the results here")
-    args = p.parse_args(argv)
-    if not os.path.exists(args.corpus):
-        print(f"bench_train: {missing_message(args.corpus, 'corpus')} or pass --corpus", file=sys.stderr)
+    args = parse_bench_args(p, argv, "bench_train")
+    if args is None:
         return 2
-    logging.basicConfig(level=logging.WARNING)
     from semhuff import Word2Vec
     rows = []
     with tempfile.TemporaryDirectory(prefix="semhuff-bench-") as folder:

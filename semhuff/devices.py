@@ -9,13 +9,15 @@ the scorer only talk to the session:
   hooks, checkpoints); ``layer_changed``: the layer's arrays changed on the host (a hook
   re-assigned the tree, say), upload them again.
 
-``cpu`` is built in; a backend registers itself in ``DEVICES``.
+``cpu`` is built in; ``cuda`` (``semhuff.gpu``: numba.cuda or CuPy) is registered below without
+importing either (its constructor loads the backend and says in one sentence when it cannot).
+A device class lists its ``backends``; ``make_device(name, backend, **options)`` builds it.
 """
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Dict, Type
+from typing import Dict, Optional, Tuple, Type
 
 import numpy as np
 
@@ -92,6 +94,12 @@ class CpuSession:
 
 class CpuDevice:
     name = "cpu"
+    backends = ("numba",)
+
+    def __init__(self, backend=None, **options):
+        if options:
+            raise OptionError(f"device option(s) {', '.join(sorted(options))} do not apply to "
+                              f"device 'cpu'")
 
     def open(self, syn0: np.ndarray, layer, workers: int) -> CpuSession:
         return CpuSession(syn0, layer, workers)
@@ -100,11 +108,41 @@ class CpuDevice:
 DEVICES: Dict[str, Type] = {"cpu": CpuDevice}
 
 
-def make_device(name: str):
-    """The device called ``name``; a clear error when it is unknown or unusable here."""
+def _register_gpu() -> None:
+    from .gpu.device import CudaDevice  # imports neither numba.cuda nor cupy
+    DEVICES[CudaDevice.name] = CudaDevice
+
+
+_register_gpu()
+
+
+def backend_names() -> Tuple[str, ...]:
+    """Every backend of every registered device (the CLI's ``--backend`` choices)."""
+    return tuple(sorted({b for cls in DEVICES.values() for b in getattr(cls, "backends", ())}))
+
+
+def check_device_options(name: str, backend: Optional[str] = None) -> None:
+    """An unknown device or a backend the device does not have: ``OptionError``."""
     if name not in DEVICES:
         raise OptionError(f"unknown device {name!r}; available: {', '.join(sorted(DEVICES))}")
-    return DEVICES[name]()
+    backends = getattr(DEVICES[name], "backends", ())
+    if backend is not None and backend not in backends:
+        raise OptionError(f"device {name!r} has no backend {backend!r}; its backends: "
+                          f"{', '.join(backends) or 'none'}")
+
+
+def make_device(name: str, backend: Optional[str] = None, **options):
+    """The device called ``name`` (with ``backend`` and device ``options``, e.g. the GPU's
+    ``batch_pairs``); a clear error when it is unknown or unusable here."""
+    check_device_options(name, backend)
+    if backend is None and not options:  # a device class of a plugin may take no arguments
+        return DEVICES[name]()
+    return DEVICES[name](backend=backend, **options)
+
+
+def scoring_device(name: str) -> str:
+    """Where a device's models are scored (a GPU session scores on the CPU)."""
+    return getattr(DEVICES.get(name), "score_on", name)
 
 
 def check_layer_device(layer, device) -> None:

@@ -10,7 +10,7 @@ from typing import List, Optional, Sequence, Union
 import numpy as np
 
 from .corpus import DEFAULT_MAX_SENTENCE_LENGTH, as_corpus, is_one_shot
-from .devices import check_layer_device, make_device
+from .devices import check_device_options, check_layer_device, make_device, scoring_device
 from .errors import CorpusError, ModelFileError, OptionError, SemhuffError, TrainingDiverged
 from .hooks import Hook
 from .io_utils import atomic_output
@@ -76,6 +76,12 @@ class Word2Vec:
     ``ns_exponent`` for "ns"), plus ``layer_options`` for a layer of your own. ``hooks`` run
     while training (``semhuff.hooks``); ``word_stats`` has the kernels count predictions and
     nll per target word into ``model.layer.word_stats``.
+
+    ``device`` says where training runs: "cpu" (Hogwild threads) or "cuda" (``semhuff.gpu``:
+    batches of pairs on one GPU, ``backend`` "numba" or "cupy", ``device_options`` such as
+    ``{"batch_pairs": 8192}``; docs/gpu.md). An unusable device fails at once
+    with a ``DeviceError``. The model file, the vectors and the exports are the same whatever
+    trained them; scoring always runs on the CPU.
     """
 
     def __init__(self, sentences=None, *, vector_size: int = 100, window: int = 5,
@@ -86,14 +92,17 @@ class Word2Vec:
                  tree: Union[str, Tree, None] = None, similarity=None, hs_order: str = "mixed",
                  layer_options: Optional[dict] = None, word_stats: bool = False,
                  alpha: float = 0.025, min_alpha: float = 0.0001, epochs: int = 5,
-                 workers: Optional[int] = None, device: str = "cpu", seed: int = 1,
+                 workers: Optional[int] = None, device: str = "cpu",
+                 backend: Optional[str] = None, device_options: Optional[dict] = None,
+                 seed: int = 1,
                  max_sentence_length: int = DEFAULT_MAX_SENTENCE_LENGTH,
                  chunk_words: int = 100_000, progress: bool = True,
                  hooks: Sequence[Hook] = ()):
         workers = default_workers() if workers is None else workers
         _check_options(vector_size, window, min_count, sample, alpha, min_alpha, epochs,
                        workers, loss, negative, hs_order, max_sentence_length, max_vocab_size)
-        make_device(device)  # fails now, not after the vocabulary scan
+        self.device_options = dict(device_options or {})
+        make_device(device, backend, **self.device_options)  # fails now, not after the vocabulary scan
         self.vector_size = int(vector_size)
         self.window = int(window)
         self.min_count = int(min_count)
@@ -115,6 +124,7 @@ class Word2Vec:
         self.epochs = int(epochs)
         self.workers = int(workers)
         self.device = device
+        self.backend = backend
         self.seed = int(seed)
         self.max_sentence_length = int(max_sentence_length)
         self.chunk_words = int(chunk_words)
@@ -181,8 +191,10 @@ class Word2Vec:
         self.layer.allocate(V, D)
         self._wv = None
 
-    def _session(self, workers: Optional[int] = None):
-        device = make_device(self.device)
+    def _session(self, workers: Optional[int] = None, device_name: Optional[str] = None):
+        name = self.device if device_name is None else device_name
+        device = (make_device(name, self.backend, **self.device_options) if name == self.device
+                  else make_device(name))
         check_layer_device(self.layer, device)
         return device.open(self.syn0, self.layer, self.workers if workers is None else workers)
 
@@ -207,9 +219,10 @@ class Word2Vec:
                                  min_alpha=self.min_alpha, epochs=epochs,
                                  seed=self.seed + self.train_calls, chunk_words=self.chunk_words,
                                  progress=self.progress)
-        logger.info("training %s, %s, dim %d, window %d, %d epochs, %d workers on %s",
+        logger.info("training %s, %s, dim %d, window %d, %d epochs, %d workers on %s%s",
                     "skip-gram" if self.sg else "CBOW", self.layer.describe(), self.vector_size,
-                    self.window, epochs, self.workers, self.device)
+                    self.window, epochs, self.workers, self.device,
+                    f" ({self.backend})" if self.backend else "")
         retained, raw = self.vocab.retained_tokens, self.vocab.total_tokens
         if words_per_epoch is not None:
             retained, raw = max(1, int(words_per_epoch)), max(1, int(words_per_epoch * raw / retained))
@@ -237,11 +250,14 @@ class Word2Vec:
         """Mean negative log-likelihood per prediction and perplexity of held-out text (full
         window, no down-sampling; see ``semhuff.scoring``). Needs a layer with normalised
         probabilities (hierarchical softmax over any tree, the class softmax). ``clusters``:
-        also the cluster and in-cluster perplexity (clustered layers, Shen et al. eqs. 5-6)."""
+        also the cluster and in-cluster perplexity (clustered layers, Shen et al. eqs. 5-6).
+        Runs where the device scores (a GPU-trained model: on the CPU, on the weights in host
+        memory)."""
         if self.vocab is None:
             raise SemhuffError("the model has no vocabulary yet: train it first")
         corpus = as_corpus(sentences, self.max_sentence_length)
-        session = self._session(workers)
+        check_device_options(self.device, self.backend)
+        session = self._session(workers, scoring_device(self.device))
         try:
             return score(session, corpus, self.vocab.index, bool(self.sg), self.window,
                          self.chunk_words, bool(self.cbow_mean), clusters)
@@ -268,8 +284,8 @@ class Word2Vec:
         out = {k: getattr(self, k) for k in (
             "vector_size", "window", "min_count", "max_vocab_size", "max_final_vocab", "sample",
             "sg", "cbow_mean", "loss", "negative", "ns_exponent", "hs_order", "word_stats", "alpha",
-            "min_alpha", "epochs", "workers", "device", "seed", "max_sentence_length",
-            "chunk_words")}
+            "min_alpha", "epochs", "workers", "device", "backend", "device_options", "seed",
+            "max_sentence_length", "chunk_words")}
         out["layer_options"] = {k: v for k, v in self.layer_options.items() if _jsonable(v)}
         return out
 
@@ -311,7 +327,13 @@ class Word2Vec:
         layer = layer_from_state(name, config, layer_arrays)  # a clear error if not registered
         if "negative" not in type(layer).options:  # files from before it had to be the default
             params["negative"] = 5
+        # where it was trained is restored but not probed: a GPU-trained model loads, exports
+        # and scores anywhere; training it again checks the device then
+        device = {k: params.pop(k, None) for k in ("device", "backend", "device_options")}
         model = cls(**params, progress=progress)
+        model.device = device["device"] or "cpu"
+        model.backend = device["backend"]
+        model.device_options = dict(device["device_options"] or {})
         model.vocab = vocab
         model.layer = layer
         model.syn0 = np.ascontiguousarray(arrays["syn0"], dtype=np.float32)

@@ -77,6 +77,7 @@ class TrainReport:
     hook_calls: int = 0
     epochs: List[EpochStats] = field(default_factory=list)
     chunks: List[ChunkStats] = field(default_factory=list)
+    device_stats: dict = field(default_factory=dict)  # what the session measured (a GPU's)
 
     @property
     def raw_words(self) -> int:
@@ -316,6 +317,7 @@ def train(session, keep_thr: np.ndarray, sentences, index, retained_tokens: int,
         call_hooks("on_train_end")
     finally:
         report.seconds = time.perf_counter() - started
+        report.device_stats = dict(getattr(session, "stats", {}))
         bar.close()
         source.close()
     return report

@@ -1,5 +1,10 @@
 import os
 
+# The GPU tests run numba.cuda's kernels in Numba's CUDA simulator, which must be chosen before
+# numba is imported (numba reads it once): so here, before anything imports semhuff. On a machine
+# with a GPU, ``NUMBA_ENABLE_CUDASIM=0 python -m pytest tests/test_gpu.py`` runs them on the GPU.
+os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
+
 import numpy as np
 import pytest
 

@@ -224,3 +224,62 @@ def greedy_assign(q, counts, n_clusters, max_words, budget):
         size[pick] += 1
         share[pick] += counts[w] / total
     return out
+
+
+def minibatch(syn0, out, pairs, outputs, mean=True, clip=False, damping=False):
+    """One batch of the GPU's update (docs/gpu.md), float64: synchronous minibatch SGD.
+
+    ``pairs``: (input ids, target, learning rate) per pair (skip-gram: one input; CBOW: the
+    contexts); ``outputs(target, j)``: the (output row, label) entries of pair ``j``. Every score
+    uses the weights as they were before the batch; each row then receives the sum of its
+    updates. ``clip``: no update where ``|score| >= 6`` (word2vec's HS). CBOW: the inputs' mean
+    (``mean``) or sum predicts; each context receives the error (``mean``) or its share.
+    ``damping``: a row that ``n`` entries touched (output rows: (pair, entry); input rows:
+    context occurrences) gets its sum times ``1 / (1 + C (n - 1) / n)``, ``C`` the summed
+    curvature ``rate * s'(score) * |other vector|^2`` of those entries (s' = sigmoid's
+    derivative; output row: |h|^2; input: over the pair's entries, |row|^2). Returns
+    (syn0, out, loss)."""
+    syn0, out = syn0.astype(np.float64), out.astype(np.float64)
+    d_in, d_out = np.zeros_like(syn0), np.zeros_like(out)
+    hits_in, hits_out = np.zeros(len(syn0)), np.zeros(len(out))
+    curv_in, curv_out = np.zeros(len(syn0)), np.zeros(len(out))
+    loss = 0.0
+    for j, (inputs, target, rate) in enumerate(pairs):
+        h = np.sum([syn0[r] for r in inputs], axis=0)
+        if mean:
+            h = h / len(inputs)
+        err = np.zeros_like(h)
+        curv_pair = 0.0
+        for row, label in outputs(target, j):
+            s = float(h @ out[row])
+            g = 0.0 if clip and abs(s) >= 6 else (label - sigmoid(s)) * rate
+            loss -= log_sigmoid(s if label else -s)
+            err += g * out[row]
+            d_out[row] += g * h
+            hits_out[row] += 1
+            slope = sigmoid(s) * (1 - sigmoid(s)) * rate
+            curv_out[row] += slope * float(h @ h)
+            curv_pair += slope * float(out[row] @ out[row])
+        for r in inputs:
+            d_in[r] += err if mean else err / len(inputs)
+            hits_in[r] += 1
+            curv_in[r] += curv_pair
+
+    def scale(hits, curv):
+        if not damping:
+            return 1.0
+        return (1.0 / (1.0 + curv * (hits - 1) / np.maximum(hits, 1)))[:, None]
+
+    return (syn0 + d_in * scale(hits_in, curv_in), out + d_out * scale(hits_out, curv_out),
+            loss)
+
+
+def hs_outputs(word_paths):
+    """HS entries for ``minibatch``: the target's path, label = 1 - code."""
+    return lambda target, j: [(row, 1 - code) for row, code in word_paths[target]]
+
+
+def ns_outputs(noise):
+    """NS entries for ``minibatch``: the target (label 1), then pair ``j``'s noise words
+    ``noise[j]`` (label 0), one equal to the target skipped."""
+    return lambda target, j: [(target, 1)] + [(int(z), 0) for z in noise[j] if z != target]

@@ -77,6 +77,11 @@ class OutputLayer:
     def saturates(self) -> bool:
         """Whether the body applies the saturated gradient beyond the sigmoid's clip."""
         return False
+    def gpu_program(self, backend: str):
+        """For ``devices`` that include "cuda": the layer's own GPU program (the interface of
+        ``semhuff.gpu.programs.GpuProgram``), or None for the built-in one of ``body`` (HS
+        and NS: binary logistic outputs through ``kernel_args()``)."""
+        return None
 
     def train_kernel(self, sg: bool, dim: int, cbow_mean: bool = True):
         custom = self.custom_body() if self.body == loop.CUSTOM else None

@@ -22,6 +22,7 @@ class HierarchicalSoftmax(OutputLayer):
 
     body = loop.HS
     normalised = True
+    devices = ("cpu", "cuda")
     options = ("tree", "similarity", "hs_order", "seed")
     ORDERS = ("mixed", "word2vec", "batched")
     CLIPS = ("skip", "saturate")

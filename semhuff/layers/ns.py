@@ -16,6 +16,7 @@ class NegativeSampling(OutputLayer):
     drawn with an alias table (``alias_thr``, ``alias_idx``) that is part of the saved state."""
 
     body = loop.NS
+    devices = ("cpu", "cuda")
     options = ("negative", "ns_exponent")
 
     def __init__(self, negative: int = 5, exponent: float = 0.75):

@@ -144,6 +144,7 @@ def remap_rows(old_keys: np.ndarray, new_keys: np.ndarray, weights: np.ndarray) 
 
 class SelfOrganizedHS(ClusterDiagnostics, HierarchicalSoftmax):
     body = loop.SO_HS
+    devices = ("cpu",)  # the sampled cluster statistic is gathered by the CPU body only
     options = ("hs_order", "seed")
 
     def __init__(self, tree: Tree, cluster_depth: np.ndarray, order: str = "mixed",

@@ -1,0 +1,81 @@
+"""What an output layer runs on the GPU for a batch of pairs: its *program*.
+
+The built-in program, ``BinaryOutputs``, covers every layer whose prediction is a set of binary
+logistic outputs: hierarchical softmax over any tree (the target's path: padded ``points``,
+``codes``, ``lengths`` from ``layer.kernel_args()``) and negative sampling (the target and its
+noise words: ``alias_thr``, ``alias_idx``, ``negative``). It asks the layer only for its
+``kernel_args()``, ``weights`` and ``body``; nothing here knows a layer class.
+
+A layer that needs something else on the GPU (the planned two-level class softmax of
+self-organized trees: a softmax over ~sqrt(V) classes, then over the words of the class) brings
+its own program: ``OutputLayer.gpu_program(backend)`` returns an object with the interface of
+``GpuProgram`` below, and the session runs it instead. It gets the session (its backend, the
+device copies of ``syn0`` and the layer's weights, the options) and the batch of pairs on the
+device; it keeps its own device arrays (uploaded in ``upload``, brought back in ``to_host``).
+"""
+from __future__ import annotations
+
+from ..errors import DeviceError
+from ..kernels import loop
+
+
+class GpuProgram:
+    """The interface a layer's own GPU program implements."""
+
+    width = 1  # output entries per pair (sizes the batch buffers)
+
+    def upload(self, session) -> None:
+        """Put the layer's arrays on the device (again after a hook changed them)."""
+
+    def train_batch(self, session, plan, pairs, p0: int, n: int, seed) -> None:
+        """Train pairs ``p0 .. p0 + n`` of ``pairs`` (device arrays, ``device.DevicePairs``);
+        add their summed nll to the backend's loss."""
+        raise NotImplementedError
+
+    def to_host(self, session) -> None:
+        """Copy arrays the program changes on the device (besides the weights) to the layer."""
+
+
+class BinaryOutputs(GpuProgram):
+    """HS paths and NS samples: all output logits of a pair at once (p-tHSM), then the
+    updates. ``clip``: HS skips a node whose ``|score| >= 6`` (word2vec and the CPU kernels);
+    NS, and HS with ``clip="saturate"``, use the exact sigmoid everywhere (docs/gpu.md): the
+    CPU's saturated gradient beyond +-6 differs from it by less than 0.0025."""
+
+    def __init__(self, layer, kind: str):
+        self.layer = layer
+        self.kind = kind
+        self.clip = kind == "hs" and not layer.saturates()
+        self.arrays = ()
+
+    def upload(self, session) -> None:
+        backend = session.backend
+        larg = self.layer.kernel_args()
+        if self.kind == "hs":
+            points, codes, lengths = larg
+            self.arrays = (backend.upload(points), backend.upload(codes), backend.upload(lengths))
+            self.width = max(1, int(points.shape[1]))
+        else:
+            alias_thr, alias_idx, negative = larg
+            self.arrays = (backend.upload(alias_thr), backend.upload(alias_idx), int(negative))
+            self.width = int(negative) + 1
+
+    def train_batch(self, session, plan, pairs, p0, n, seed) -> None:
+        backend = session.backend
+        make = backend.hs_targets if self.kind == "hs" else backend.ns_targets
+        targets = make(self.arrays, pairs, p0, n, seed)
+        backend.train(session.d_syn0, session.d_weights, pairs, p0, n, targets, self.clip,
+                      bool(plan.cbow_mean or plan.sg), session.damping)
+
+
+_BUILTIN = {loop.HS: "hs", loop.NS: "ns"}
+
+
+def program_for(layer, backend_name: str) -> GpuProgram:
+    own = layer.gpu_program(backend_name)
+    if own is not None:
+        return own
+    if layer.body in _BUILTIN:
+        return BinaryOutputs(layer, _BUILTIN[layer.body])
+    raise DeviceError(f"{layer.describe()} has no GPU program (define gpu_program() on the "
+                      f"layer, or train with --device cpu)")
