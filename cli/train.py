@@ -26,6 +26,7 @@ from semhuff.vectors_io import FORMATS, resolve_format
 
 from .common import add_plugin_option, cli_main
 from .resume import continue_model, given_options
+from .scale import add_scale_options, check_scale_options, resume_run, train_kwargs
 
 PROG = "semhuff-train"
 logger = logging.getLogger(PROG)
@@ -97,6 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--seed", type=int, default=1, help="random seed (workers=1: bit-reproducible)")
     g.add_argument("--device", choices=sorted(DEVICES), default="cpu", help="where training runs")
     add_plugin_option(p)
+    add_scale_options(p)
     g = p.add_argument_group("output")
     g.add_argument("--probe", nargs="*", metavar="WORD",
                    help="print nearest neighbours of these words (default: a few frequent words)")
@@ -133,11 +135,14 @@ def _run(args, given=frozenset()) -> int:
         check_writable(args.save_model)
     if args.report:
         check_report_writable(args.report)
+    check_scale_options(args, given)
     corpus = resolve_corpus(args.corpus)
     progress = not args.no_progress and args.quiet == 0
     started = time.perf_counter()
     tree_file = _tree_file(args.tree)
-    if args.init_model:
+    if args.resume:
+        model = resume_run(args, given, corpus, progress)
+    elif args.init_model:
         model = continue_model(args, given, progress)
     else:
         model = Word2Vec(vector_size=args.dim, window=args.window, min_count=args.min_count,
@@ -153,8 +158,12 @@ def _run(args, given=frozenset()) -> int:
             model.build_vocab(corpus)
         else:
             _use_tree_file(model, corpus, tree_file)
+    model.tmp_dir, model.cache_ids = args.tmp_dir, not args.no_id_cache
     prepared = time.perf_counter()
-    report = model.train(corpus, epochs=args.epochs)
+    if args.resume:
+        report = model.reports[-1]
+    else:
+        report = model.train(corpus, epochs=args.epochs, **train_kwargs(args))
     model.save_vectors(args.output, fmt)
     if args.save_model:
         model.save(args.save_model)

@@ -29,7 +29,7 @@ import numpy as np
 from .corpus import Corpus
 from .errors import CheckpointError, ModelFileError, OptionError
 from .io_utils import atomic_output, check_writable
-from .trainer import Position
+from .trainer import Position, TrainReport
 
 logger = logging.getLogger(__name__)
 
@@ -50,7 +50,8 @@ class Checkpointer:
         check_writable(self.path)
         self.every = float(every_minutes) * 60.0
         self.call = {"epochs": int(epochs), "words_per_epoch": words_per_epoch,
-                     "corpus": list(corpus.files) if isinstance(corpus, Corpus) else None}
+                     "corpus": list(corpus.files) if isinstance(corpus, Corpus) else None,
+                     "checkpoint_every": float(every_minutes)}
         self.last = time.monotonic()
         self.written = 0
 
@@ -65,9 +66,9 @@ class Checkpointer:
                     position.epoch + 1, position.chunk, position.words_done,
                     time.perf_counter() - started)
 
-    def finish(self) -> None:
-        """The call has ended: the checkpoint holds the finished model."""
-        self._write({"complete": True})
+    def finish(self, report) -> None:
+        """The call has ended: the checkpoint holds the finished model and its report."""
+        self._write({"complete": True, "report": report.to_dict()})
 
     def _write(self, state: dict) -> None:
         arrays = self.model._arrays()
@@ -103,12 +104,15 @@ def load(path, progress: bool = True):
     return Word2Vec.load(path, progress=progress), state
 
 
-def resume(path, sentences=None, *, checkpoint: Optional[str] = None,
-           checkpoint_every: float = 30.0, model=None, state: Optional[dict] = None,
-           progress: bool = True, **settings):
+_SAME = object()
+
+
+def resume(path, sentences=None, *, checkpoint=_SAME, checkpoint_every: Optional[float] = None,
+           model=None, state: Optional[dict] = None, progress: bool = True, **settings):
     """Continue the ``train()`` call of checkpoint ``path`` on ``sentences`` (default: the files
-    it was training on) and return the model. ``checkpoint`` / ``checkpoint_every``: keep
-    writing checkpoints (to ``path`` itself, say). ``settings``: model attributes for this
+    it was training on) and return the model. Checkpoints go on being written to ``path``
+    every as many minutes as before, unless ``checkpoint`` (a path, or None: no more) and
+    ``checkpoint_every`` say otherwise. ``settings``: model attributes for this
     process (``workers``, ``tmp_dir``, ``cache_ids``, ``hooks``; more workers than one give up
     the bit-identical continuation). A checkpoint marked complete is returned as it is."""
     if model is None:
@@ -119,6 +123,7 @@ def resume(path, sentences=None, *, checkpoint: Optional[str] = None,
         setattr(model, name, value)
     if state.get("complete"):
         logger.info("checkpoint %s: its training call had finished; nothing to resume", path)
+        model.reports.append(TrainReport.from_dict(state["report"]))
         return model
     call = state["call"]
     if sentences is None:
@@ -127,6 +132,9 @@ def resume(path, sentences=None, *, checkpoint: Optional[str] = None,
                                   f"same sentences to resume it")
         sentences = call["corpus"]
     position = Position(**state["position"])
+    checkpoint = path if checkpoint is _SAME else checkpoint
+    if checkpoint_every is None:
+        checkpoint_every = call["checkpoint_every"]
     logger.info("resuming %s at epoch %d, chunk %d (%d words done)", path, position.epoch + 1,
                 position.chunk, position.words_done)
     model.train(sentences, epochs=call["epochs"], words_per_epoch=call["words_per_epoch"],

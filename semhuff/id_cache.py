@@ -62,7 +62,7 @@ def reserve_bytes(directory: str) -> int:
 
 
 def _gb(n: int) -> str:
-    return f"{n / 1e9:.1f} GB" if n >= 1e8 else f"{n / 1e6:.0f} MB"
+    return f"{n / 1e9:.1f} GB" if n >= 1e9 else f"{n / 1e6:.1f} MB"
 
 
 def check_space(directory: str, needed: int) -> None:
@@ -73,10 +73,11 @@ def check_space(directory: str, needed: int) -> None:
     if not os.access(directory, os.W_OK | os.X_OK):
         raise CacheSpaceError(f"the id cache folder is not writable: {directory} (--tmp-dir)")
     free = shutil.disk_usage(directory).free
-    if free - reserve_bytes(directory) < needed:
+    reserve = reserve_bytes(directory)
+    if free - reserve < needed:
         raise CacheSpaceError(
-            f"the first epoch's id cache needs about {_gb(needed)} in {directory} but only "
-            f"{_gb(free)} is free: point --tmp-dir (or TMPDIR) at a disk with room, or use "
+            f"the first epoch's id cache needs about {_gb(needed)} in {directory} (and "
+            f"{_gb(reserve)} left free for others) but only {_gb(free)} is free: point --tmp-dir (or TMPDIR) at a disk with room, or use "
             f"--no-id-cache to re-read the corpus every epoch (slower)")
 
 
@@ -119,10 +120,11 @@ class IdCache:
             free = shutil.disk_usage(self.directory).free
             if free - size < self._reserve:
                 raise CacheSpaceError(self._full_message(f"{_gb(free)} free is the reserve"))
-        try:
-            np.array([len(ids), len(bounds), chunk.raw_tokens], dtype=np.int64).tofile(self._fh)
-            ids.tofile(self._fh)
-            bounds.tofile(self._fh)
+        header = np.array([len(ids), len(bounds), chunk.raw_tokens], dtype=np.int64)
+        try:  # file.write, not ndarray.tofile: a full disk must come back as ENOSPC
+            for array in (header, ids, bounds):
+                self._fh.write(memoryview(array).cast("B"))
+            self._fh.flush()
         except OSError as exc:
             if exc.errno in _FULL:
                 raise CacheSpaceError(self._full_message(os.strerror(exc.errno))) from None
@@ -146,4 +148,7 @@ class IdCache:
 
     def close(self) -> None:
         """Give the space back now."""
-        self._fh.close()
+        try:
+            self._fh.close()
+        except OSError:  # unflushed bytes of a full disk: the file goes anyway
+            pass

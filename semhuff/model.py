@@ -243,7 +243,7 @@ class Word2Vec:
         self.reports.append(report)
         self.train_calls += 1
         if saver is not None:
-            saver.finish()
+            saver.finish(report)
         logger.info("%s", report.summary())
         return report
 
