@@ -13,10 +13,13 @@ from __future__ import annotations
 import argparse
 
 from semhuff import checkpoint
+from semhuff.distributed.rounds import COMBINES
 from semhuff.errors import OptionError
 from semhuff.io_utils import check_writable
 
 from .resume import APPLIED, KEPT, conflicting_options
+
+DEFAULT_ROUND_WORDS = 1_000_000  # semhuff.distributed's (not imported: it needs no dask to list)
 
 # training settings a resumed run must keep (--workers may change)
 _SAME = {dest: (f"--{dest.replace('_', '-')}", "its training settings",
@@ -36,6 +39,18 @@ def add_scale_options(p: argparse.ArgumentParser) -> None:
                         "--checkpoint-every minutes and at the end; --resume PATH continues it")
     g.add_argument("--checkpoint-every", type=float, default=30.0, metavar="MINUTES",
                    help="minutes between checkpoints (0: at every chunk of ~100k words)")
+    g.add_argument("--dask", metavar="ADDRESS",
+                   help="train on a Dask cluster: its scheduler's address (tcp://host:8786), or "
+                        "local:N for N worker processes on this machine; the corpus must be "
+                        "files every worker can read (a shared file system or fsspec URLs); "
+                        "--workers is then the threads of each worker (default: its --nthreads)")
+    g.add_argument("--round-words", type=int, default=DEFAULT_ROUND_WORDS, metavar="N",
+                   help="--dask: words each worker trains between two combinations of the "
+                        "weights (shorter: closer to one machine's quality, more overhead)")
+    g.add_argument("--combine", choices=COMBINES, default="weighted",
+                   help="--dask: how the workers' weights are combined: each row weighted by "
+                        "the updates each worker made to it, the plain mean, or the sum of the "
+                        "changes (Spark's; unstable, for comparison)")
     g.add_argument("--resume", metavar="PATH",
                    help="continue the run that wrote checkpoint PATH (give the same corpus and "
                         "options; with --workers 1 the result is bit-identical to an "
@@ -49,9 +64,22 @@ def check_scale_options(args, given: set) -> None:
         raise OptionError("--checkpoint-every needs --checkpoint PATH")
     if args.checkpoint:
         check_writable(args.checkpoint)
+    if not args.dask and given & {"round_words", "combine"}:
+        raise OptionError("--round-words and --combine are options of --dask")
+    if args.dask and (args.checkpoint or args.resume):
+        raise OptionError("--checkpoint and --resume are not available with --dask yet")
     if args.resume and args.init_model:
         raise OptionError("--resume continues the run of a checkpoint, --init-model starts a new "
                           "run from a model: give one of them")
+
+
+def dask_training(args, given: set):
+    """What ``Word2Vec(dask=...)`` gets from --dask and its options (None: no Dask)."""
+    if not args.dask:
+        return None
+    from semhuff.distributed import DaskTraining
+    return DaskTraining(args.dask, round_words=args.round_words, combine=args.combine,
+                        threads=args.workers if "workers" in given else None)
 
 
 def train_kwargs(args) -> dict:

@@ -26,7 +26,7 @@ from semhuff.vectors_io import FORMATS, resolve_format
 
 from .common import add_plugin_option, cli_main
 from .resume import continue_model, given_options
-from .scale import add_scale_options, check_scale_options, resume_run, train_kwargs
+from .scale import add_scale_options, check_scale_options, dask_training, resume_run, train_kwargs
 
 PROG = "semhuff-train"
 logger = logging.getLogger(PROG)
@@ -153,12 +153,14 @@ def _run(args, given=frozenset()) -> int:
                          hs_order=args.hs_order, layer_options=cluster_options(args),
                          alpha=args.alpha, min_alpha=args.min_alpha, epochs=args.epochs,
                          workers=args.workers, seed=args.seed, device=args.device,
-                         max_sentence_length=args.max_sentence_length, progress=progress)
+                         max_sentence_length=args.max_sentence_length, progress=progress,
+                         dask=dask_training(args, given))
         if tree_file is None:
             model.build_vocab(corpus)
         else:
             _use_tree_file(model, corpus, tree_file)
     model.tmp_dir, model.cache_ids = args.tmp_dir, not args.no_id_cache
+    model.dask = dask_training(args, given)
     prepared = time.perf_counter()
     if args.resume:
         report = model.reports[-1]
@@ -219,6 +221,12 @@ def _print_summary(model, report, args, fmt, seconds):
     print(f"model: {'skip-gram' if model.sg else 'CBOW'}, {model.layer.describe()}, "
           f"dim {model.vector_size}, window {model.window}", file=out)
     print(f"training: {report.summary()}", file=out)
+    if getattr(report, "dask", None) is not None:
+        d = report.dask
+        print(f"dask: {d.workers} workers ({"+".join(map(str, d.threads))} threads), "
+              f"{len(d.rounds)} rounds of "
+              f"{args.round_words:,} words a worker, {d.overhead_seconds:.1f} s outside training",
+              file=out)
     print(f"wrote {args.output} ({fmt})" + (f" and {args.save_model} (model)" if args.save_model else "")
           + f"; total {seconds:.1f} s", file=out)
     probes = args.probe if args.probe else _default_probes(model)

@@ -90,7 +90,7 @@ class Word2Vec:
                  max_sentence_length: int = DEFAULT_MAX_SENTENCE_LENGTH,
                  chunk_words: int = 100_000, progress: bool = True,
                  hooks: Sequence[Hook] = (), tmp_dir: Optional[str] = None,
-                 cache_ids: bool = True):
+                 cache_ids: bool = True, dask=None):
         workers = default_workers() if workers is None else workers
         _check_options(vector_size, window, min_count, sample, alpha, min_alpha, epochs,
                        workers, loss, negative, hs_order, max_sentence_length, max_vocab_size)
@@ -123,6 +123,7 @@ class Word2Vec:
         self.hooks = list(hooks)
         self.tmp_dir = tmp_dir      # where the first epoch's id cache goes (None: TMPDIR);
         self.cache_ids = bool(cache_ids)  # both belong to this machine: not saved
+        self.dask = dask  # train on a Dask cluster (semhuff.distributed): an address, local:N, ...
         self.vocab: Optional[Vocab] = None
         self.syn0: Optional[np.ndarray] = None
         self.layer: Optional[OutputLayer] = None
@@ -143,6 +144,9 @@ class Word2Vec:
     def build_vocab(self, sentences) -> Vocab:
         """Scan the corpus, then ``set_vocab``: the vocabulary, the output layer (its tree) and
         freshly initialised weights."""
+        if self.dask is not None:
+            from .distributed import vocab_for
+            return self.set_vocab(vocab_for(self, sentences))
         corpus = as_corpus(sentences, self.max_sentence_length)
         bar = _scan_bar(self.progress)
         try:
@@ -225,14 +229,19 @@ class Word2Vec:
         if checkpoint is not None:
             from .checkpoint import Checkpointer
             saver = Checkpointer(self, checkpoint, checkpoint_every, corpus, epochs, words_per_epoch)
-        session = self._session()
-        try:
-            report = train(session, self.vocab.keep_thresholds(self.sample), corpus,
-                           self.vocab.index, retained, raw, settings, self.vocab.counts,
-                           hooks=list(self.hooks) + list(hooks), checkpoint=saver, start=_resume)
-        finally:
-            session.close()
-            self._wv = None
+        if self.dask is not None:
+            from .distributed import train_model
+            report = train_model(self, corpus, epochs, words_per_epoch, saver, hooks)
+        else:
+            session = self._session()
+            try:
+                report = train(session, self.vocab.keep_thresholds(self.sample), corpus,
+                               self.vocab.index, retained, raw, settings, self.vocab.counts,
+                               hooks=list(self.hooks) + list(hooks), checkpoint=saver,
+                               start=_resume)
+            finally:
+                session.close()
+        self._wv = None
         if report.raw_words == 0:
             hint = (" (it is a one-shot iterator: was it consumed already?)"
                     if is_one_shot(source) else "")

@@ -1,0 +1,191 @@
+"""Training in rounds: each Dask worker holds one shard of the corpus and trains it with its own
+threads (the same kernels, chunks and id cache as one machine); every round it starts from the
+weights the client sends, trains its next ``round_words`` words and sends its weights back; the
+client combines them row by row and the next round starts from the result.
+
+How rows are combined (``combine``):
+
+* ``"weighted"`` (default): every row becomes the average of the workers' rows weighted by how
+  many updates each worker made to it this round (expected counts: a word's occurrences times
+  its down-sampling keep rate for an input row; for an HS node, the same summed over the words
+  below it; for an NS output row, its positive occurrences plus its share of the noise draws).
+  A row a worker never touched has weight 0 there: a word seen by one shard only keeps that
+  shard's update whole (a plain mean would divide it by the number of workers), a row every
+  shard trained (the top of the tree, frequent words, NS rows drawn as noise everywhere) gets
+  the mean of the workers' versions. A row nobody touched stays as it was.
+* ``"mean"``: the plain average of the workers' weights (model averaging).
+* ``"sum"``: the start plus the sum of every worker's change (Spark MLlib's Word2Vec): right
+  for rows only one worker touched, a step of (workers x) the learning rate on shared rows; it
+  drifts and can overflow (SPARK-24666). Kept to measure that.
+
+The learning rate of each worker decays linearly over its own shard's words x epochs, so all
+workers reach ``min_alpha`` together when the shards are balanced (they are cut to equal bytes).
+Each worker's chunks are seeded from (seed, shard, epoch, chunk number): with one thread per
+worker the whole run is reproducible.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import time
+from typing import Dict, List, Optional
+
+import numpy as np
+
+from ..devices import CpuSession, Plan
+from ..encode import EpochSource
+from ..errors import OptionError, TrainingDiverged
+from ..id_cache import cache_dir, check_space, estimate_bytes
+from ..kernels.common import mix_seed
+from ..layers.hs import HierarchicalSoftmax
+from ..layers.ns import NegativeSampling
+from ..trainer import _Job, prefetch, run_chunks
+from .splits import SplitCorpus
+
+logger = logging.getLogger(__name__)
+
+COMBINES = ("weighted", "mean", "sum")
+
+
+def check_layer(layer) -> None:
+    """Layers whose rows can be averaged: HS over a fixed tree, and NS."""
+    if type(layer) not in (HierarchicalSoftmax, NegativeSampling) or layer.word_stats is not None:
+        raise OptionError(f"training on Dask supports hierarchical softmax over a fixed tree "
+                          f"(huffman, semhuff, a tree file, ...) and negative sampling, not "
+                          f"{layer.describe()}")
+
+
+class ShardTrainer:
+    """A Dask actor: one worker's shard, its session and its place in the shard's epochs."""
+
+    compile_seconds = 0.0  # read through the actor proxy, which only sees class attributes
+
+    def __init__(self, shard: int, splits, words: List[str], layer, syn0_shape, keep_thr,
+                 settings: Dict):
+        s = self.settings = settings
+        self.shard = shard
+        self.index = {w: i for i, w in enumerate(words)}
+        self.layer = layer
+        self.syn0 = np.zeros(syn0_shape, dtype=np.float32)
+        self.session = CpuSession(self.syn0, layer, s["threads"])
+        self.plan = Plan(sg=s["sg"], keep_thr=keep_thr, window=s["window"], reduce_window=True,
+                         alpha=s["alpha"], min_alpha=s["min_alpha"],
+                         total_words=max(1, s["total_words"]), cbow_mean=s["cbow_mean"])
+        use_cache = s["cache_ids"] and s["epochs"] > 1
+        if use_cache:
+            check_space(cache_dir(s["tmp_dir"]),
+                        estimate_bytes(s["total_words"] // s["epochs"], s["chunk_words"]))
+        self.source = EpochSource(SplitCorpus(splits, s["max_sentence_length"]), self.index,
+                                  s["chunk_words"], use_cache=use_cache, cache_dir=s["tmp_dir"])
+        self.seed = int(mix_seed(s["seed"], 1_000_003, shard)) & ((1 << 63) - 1)
+        self.stream = self._stream()
+        self._pending = None
+        self.words_done = 0
+        self.done = False
+        self.compile_seconds = self.session.warm_up(self.plan)
+
+    def _stream(self):
+        for epoch in range(self.settings["epochs"]):
+            depth = 2 * self.session.concurrency
+            for number, chunk in enumerate(prefetch(self.source.epoch(), depth)):
+                yield epoch, number, chunk
+
+    def _next(self):
+        item, self._pending = self._pending, None
+        if item is None:
+            item = next(self.stream, None)
+        if item is None:
+            self.done = True
+            self.source.close()
+        return item
+
+    def train_round(self, syn0: np.ndarray, weights: np.ndarray, round_words: int) -> Dict:
+        """Start from these weights, train the next ``round_words`` words of the shard; the
+        weights, the expected update counts and what was trained."""
+        started = time.perf_counter()
+        self.syn0[:] = syn0
+        self.layer.weights[:] = weights
+        occurrences = np.zeros(len(self.index), dtype=np.int64)
+        chunks = []
+        taken = [0]
+
+        def jobs():
+            while taken[0] < round_words:
+                item = self._next()
+                if item is None:
+                    return
+                epoch, number, chunk = item
+                yield _Job(epoch, number, chunk, self.words_done)
+                self.words_done += len(chunk.ids)
+                taken[0] += len(chunk.ids)
+            self._pending = self._next()  # so a shard that has ended says so in this round
+
+        def run(job):
+            return self.session.train_chunk(self.plan, job.chunk, job.words_before,
+                                            mix_seed(self.seed, job.epoch, job.number))
+
+        def handle(job, out):
+            loss, pairs, trained = out
+            if not math.isfinite(loss):
+                raise TrainingDiverged(f"training diverged on shard {self.shard} in epoch "
+                                       f"{job.epoch + 1}: the loss became {loss}")
+            occurrences[:] += np.bincount(job.chunk.ids, minlength=len(occurrences))
+            chunks.append((job.epoch, job.number, job.chunk.raw_tokens, trained, pairs, loss))
+
+        run_chunks(self.session, jobs(), run, handle, 2 * self.session.concurrency)
+        return {"syn0": self.syn0, "weights": self.layer.weights, "occurrences": occurrences,
+                "chunks": chunks, "done": self.done, "seconds": time.perf_counter() - started,
+                "cache_bytes": self.source.cache_bytes}
+
+    def close(self) -> None:
+        self.source.close()
+
+
+class RowWeights:
+    """Per worker, the expected number of updates of every input and output row in a round,
+    from the words it trained (``occurrences``) and the down-sampling keep rates."""
+
+    def __init__(self, layer, keep_prob: np.ndarray, counts: np.ndarray):
+        self.keep = np.asarray(keep_prob, np.float64)
+        self.layer = layer
+        if isinstance(layer, HierarchicalSoftmax):
+            from scipy import sparse
+            t = layer.tree
+            words = np.repeat(np.arange(t.n_words), t.lengths)
+            nodes = np.concatenate([t.points[w, :n] for w, n in enumerate(t.lengths)])
+            self.paths = sparse.csr_matrix((np.ones(len(nodes)), (nodes, words)),
+                                           shape=(layer.weights.shape[0], t.n_words))
+        else:
+            noise = np.asarray(counts, np.float64) ** layer.exponent
+            self.noise = noise / noise.sum()
+
+    def __call__(self, occurrences: np.ndarray):
+        """(input row weights, output row weights)."""
+        trained = occurrences * self.keep
+        if isinstance(self.layer, HierarchicalSoftmax):
+            return trained, self.paths @ trained
+        return trained, trained + self.layer.negative * self.noise * trained.sum()
+
+
+def combine(start: np.ndarray, versions: List[np.ndarray], weights: Optional[List[np.ndarray]],
+            rule: str) -> np.ndarray:
+    """The rows of ``versions`` (one array per worker) combined by ``rule`` (module doc)."""
+    if rule == "mean":
+        out = np.zeros(start.shape, np.float64)
+        for v in versions:
+            out += v
+        return (out / len(versions)).astype(np.float32)
+    if rule == "sum":
+        out = start.astype(np.float64)
+        for v in versions:
+            out += v - start
+        return out.astype(np.float32)
+    total = np.zeros(start.shape[0], np.float64)
+    out = np.zeros(start.shape, np.float64)
+    for v, w in zip(versions, weights):
+        out += w[:, None] * v
+        total += w
+    touched = total > 0
+    result = start.copy()
+    result[touched] = (out[touched] / total[touched, None]).astype(np.float32)
+    return result
