@@ -77,7 +77,8 @@ class ShardTrainer:
                         estimate_bytes(s["total_words"] // s["epochs"], s["chunk_words"]))
         self.source = EpochSource(SplitCorpus(splits, s["max_sentence_length"]), self.index,
                                   s["chunk_words"], use_cache=use_cache, cache_dir=s["tmp_dir"])
-        self.seed = int(mix_seed(s["seed"], 1_000_003, shard)) & ((1 << 63) - 1)
+        # shard 0 draws one machine's streams: one worker, one thread is one machine's run
+        self.seed = s["seed"] if shard == 0 else int(mix_seed(s["seed"], 1_000_003, shard) >> 1)
         self.stream = self._stream()
         self._pending = None
         self.words_done = 0
@@ -170,6 +171,8 @@ class RowWeights:
 def combine(start: np.ndarray, versions: List[np.ndarray], weights: Optional[List[np.ndarray]],
             rule: str) -> np.ndarray:
     """The rows of ``versions`` (one array per worker) combined by ``rule`` (module doc)."""
+    if len(versions) == 1 and rule != "sum":
+        return versions[0].copy()
     if rule == "mean":
         out = np.zeros(start.shape, np.float64)
         for v in versions:
