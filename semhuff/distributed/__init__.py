@@ -194,6 +194,11 @@ def train(model, sentences, epochs: int, runtime: Runtime, spec: DaskTraining,
     else:  # no map-reduce over these files: shard sizes from their bytes
         shards = plan_splits(files, len(workers))
         shard_tokens = None
+    empty = sum(1 for shard in shards if not shard)
+    if empty:
+        logger.warning("%d of %d workers get no part of the corpus: a compressed file cannot be "
+                       "split, so give plain text or at least as many files as workers",
+                       empty, len(shards))
     vocab = model.vocab
     retained = vocab.retained_tokens if words_per_epoch is None else int(words_per_epoch)
     share = _shares(shards, shard_tokens)
