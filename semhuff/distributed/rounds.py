@@ -58,8 +58,6 @@ def check_layer(layer) -> None:
 class ShardTrainer:
     """A Dask actor: one worker's shard, its session and its place in the shard's epochs."""
 
-    compile_seconds = 0.0  # read through the actor proxy, which only sees class attributes
-
     def __init__(self, shard: int, splits, words: List[str], layer, syn0_shape, keep_thr,
                  settings: Dict):
         s = self.settings = settings
@@ -83,7 +81,7 @@ class ShardTrainer:
         self._pending = None
         self.words_done = 0
         self.done = False
-        self.compile_seconds = self.session.warm_up(self.plan)
+        self.session.warm_up(self.plan)
 
     def _stream(self):
         for epoch in range(self.settings["epochs"]):
