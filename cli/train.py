@@ -223,7 +223,7 @@ def _print_summary(model, report, args, fmt, seconds):
     print(f"training: {report.summary()}", file=out)
     if getattr(report, "dask", None) is not None:
         d = report.dask
-        print(f"dask: {d.workers} workers ({"+".join(map(str, d.threads))} threads), "
+        print(f"dask: {d.workers} workers ({'+'.join(map(str, d.threads))} threads), "
               f"{len(d.rounds)} rounds of "
               f"{args.round_words:,} words a worker, {d.overhead_seconds:.1f} s outside training",
               file=out)
