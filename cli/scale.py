@@ -47,10 +47,11 @@ def add_scale_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--round-words", type=int, default=DEFAULT_ROUND_WORDS, metavar="N",
                    help="--dask: words each worker trains between two combinations of the "
                         "weights (shorter: closer to one machine's quality, more overhead)")
-    g.add_argument("--combine", choices=COMBINES, default="weighted",
-                   help="--dask: how the workers' weights are combined: each row weighted by "
-                        "the updates each worker made to it, the plain mean, or the sum of the "
-                        "changes (Spark's; unstable, for comparison)")
+    g.add_argument("--combine", choices=COMBINES, default="adaptive",
+                   help="--dask: how the workers' weights are combined: adaptive (the sum of the "
+                        "changes for rows that moved little, the mean for rows that saturated), "
+                        "weighted (the mean weighted by each worker's updates), mean, or sum "
+                        "(docs/scaling.md)")
     g.add_argument("--resume", metavar="PATH",
                    help="continue the run that wrote checkpoint PATH (give the same corpus and "
                         "options; with --workers 1 the result is bit-identical to an "

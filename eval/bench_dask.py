@@ -1,7 +1,7 @@
 """Dask training against one process: speed, quality at equal epochs, round overhead.
 
     python -m semhuff.eval.bench_dask --corpus /tmp/semhuff-scale/corpus-x1.txt --epochs 3 \\
-        --workers 1 2 --round-words 250000 1000000 4000000 --combine weighted mean sum
+        --workers 1 2 --round-words 1000000 250000 4000000 --combine adaptive weighted mean sum
 
 Trains plain semhuff (``--threads`` threads) and semhuff on a ``LocalCluster`` of 1 and 2 worker
 processes on this machine (the cores shared out: 1 x 2 threads, 2 x 1 thread), every run with
@@ -51,7 +51,7 @@ def main(argv=None) -> int:
     p.add_argument("--threads", type=int, default=2, help="threads of the plain run, cores shared out")
     p.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     p.add_argument("--round-words", type=int, nargs="+", default=[1_000_000])
-    p.add_argument("--combine", nargs="+", default=["weighted"])
+    p.add_argument("--combine", nargs="+", default=["adaptive"])
     p.add_argument("--skip-plain", action="store_true")
     p.add_argument("--json")
     args = p.parse_args(argv)
@@ -67,7 +67,7 @@ def main(argv=None) -> int:
         threads = max(1, args.threads // n)
         started = time.perf_counter()
         cluster = LocalCluster(n_workers=n, threads_per_worker=threads, processes=True,
-                               dashboard_address=None, silence_logs=logging.ERROR)
+                               dashboard_address=":0", silence_logs=logging.ERROR)
         client = Client(cluster)
         up = time.perf_counter() - started
         sweep = [(args.round_words[0], args.combine[0])]

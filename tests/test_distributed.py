@@ -24,7 +24,7 @@ from semhuff.vocab import Vocab
 @pytest.fixture(scope="module")
 def client():
     cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                           dashboard_address=None)
+                           dashboard_address=":0")
     with Client(cluster) as c:
         yield c
     cluster.close()
@@ -67,31 +67,37 @@ def test_map_reduce_vocabulary_equals_the_single_pass(client, awkward_files):
         assert min(shard_tokens) > 0.3 * max(shard_tokens)  # balanced shards
 
 
-def planted_corpus(path, classes=8, per_class=15, sentences=6000, length=15, seed=0):
+def planted_corpus(path, classes=20, per_class=100, sentences=20_000, length=15, seed=0):
     """Words in planted classes: a sentence walks a fixed class-level chain and draws each word
-    from its class, so words of a class share their contexts and nothing else."""
+    from its class (Zipf's law inside a class: a few frequent words, many rare ones), so the
+    words of a class share their contexts and nothing else."""
     rng = np.random.default_rng(seed)
-    nxt = [rng.choice(classes, size=2, replace=False) for _ in range(classes)]
+    nxt = np.array([rng.choice(classes, size=2, replace=False) for _ in range(classes)])
+    p = 1.0 / np.arange(1, per_class + 1)
+    members = rng.choice(per_class, size=(sentences, length), p=p / p.sum())
+    steps = rng.integers(2, size=(sentences, length))
+    c = rng.integers(classes, size=sentences)
     with open(path, "w") as fh:
-        for _ in range(sentences):
-            c = int(rng.integers(classes))
+        for s in range(sentences):
             words = []
-            for _ in range(length):
-                words.append(f"c{c}w{int(rng.integers(per_class))}")
-                c = int(nxt[c][int(rng.integers(2))])
+            for i in range(length):
+                words.append(f"c{c[s]}w{members[s, i]}")
+                c[s] = nxt[c[s], steps[s, i]]
             fh.write(" ".join(words) + "\n")
     return path
 
 
-def class_purity(model, k=5):
-    """The share of every word's k nearest neighbours in its own planted class."""
-    wv = model.wv
+def class_purity(model, k=5, min_count=20):
+    """The share of every word's k nearest neighbours in its own planted class (words seen at
+    least ``min_count`` times; chance is about 1/20)."""
+    wv, vocab = model.wv, model.vocab
+    words = [w for w in wv.index_to_key if vocab.counts[vocab.index[w]] >= min_count]
     hits = [sum(n.split("w")[0] == w.split("w")[0] for n, _ in wv.most_similar(w, topn=k))
-            for w in wv.index_to_key]
+            for w in words]
     return float(np.mean(hits)) / k
 
 
-SETTINGS = dict(vector_size=16, window=2, min_count=1, sample=0, epochs=4, seed=1,
+SETTINGS = dict(vector_size=16, window=2, min_count=1, sample=1e-3, epochs=3, seed=1,
                 progress=False, chunk_words=5000)
 
 
@@ -102,15 +108,25 @@ def test_two_workers_find_the_planted_classes_as_one_process_does(client, tmp_pa
     dask = Word2Vec(corpus, loss=loss, dask=DaskTraining(client, round_words=5000), **SETTINGS)
     assert dask.vocab.words == single.vocab.words
     report = dask.reports[-1]
-    assert report.raw_words == single.reports[-1].raw_words == 4 * 6000 * 15
-    assert len(report.dask.rounds) >= 9 and report.dask.workers == 2
-    chance = 1 / 8
+    assert report.raw_words == single.reports[-1].raw_words == 3 * 20_000 * 15
+    assert len(report.dask.rounds) >= 18 and report.dask.workers == 2
     p_single, p_dask = class_purity(single), class_purity(dask)
-    assert p_single > 0.9 and p_dask > 0.9 and abs(p_dask - p_single) <= 0.05, (p_single, p_dask)
-    assert p_dask > 5 * chance
+    # stated tolerance: within 0.02 of one process (measured: HS 0.997 / 0.996, NS 0.992 / 0.986)
+    assert p_single > 0.95 and abs(p_dask - p_single) <= 0.02, (p_single, p_dask)
     # one thread a worker: the whole run is reproducible
     again = Word2Vec(corpus, loss=loss, dask=DaskTraining(client, round_words=5000), **SETTINGS)
     np.testing.assert_array_equal(again.syn0, dask.syn0)
+
+
+def test_one_worker_is_the_one_machine_run_bit_for_bit(tmp_path):
+    corpus = planted_corpus(str(tmp_path / "planted.txt"), sentences=3000)
+    single = Word2Vec(corpus, workers=1, **SETTINGS)
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                      dashboard_address=":0") as cluster, Client(cluster) as one:
+        dask = Word2Vec(corpus, dask=DaskTraining(one, round_words=5000), **SETTINGS)
+    assert len(dask.reports[-1].dask.rounds) > 5
+    np.testing.assert_array_equal(dask.syn0, single.syn0)
+    np.testing.assert_array_equal(dask.layer.weights, single.layer.weights)
 
 
 def test_combine_rules():
@@ -122,6 +138,17 @@ def test_combine_rules():
                                [[2.5, 2.5], [2, 2], [0, 0]])  # row 1: only a touched it, kept whole
     np.testing.assert_allclose(combine(start, [a, b], None, "mean"), [[2, 2], [1, 1], [0, 0]])
     np.testing.assert_allclose(combine(start + 1, [a, b], None, "sum"), [[3, 3], [1, 1], [-1, -1]])
+    # adaptive: little movement -> the sum of the changes; saturated -> their mean; one worker
+    # -> its row; untouched -> as it was
+    small, full, none = np.full(3, 1e-6), np.full(3, 1.0), np.zeros(3)
+    np.testing.assert_allclose(combine(start, [a, b], None, "adaptive", [small, small]),
+                               a + b, rtol=1e-5)
+    np.testing.assert_allclose(combine(start, [a, b], None, "adaptive", [full, full]),
+                               (a + b) / 2)
+    np.testing.assert_allclose(combine(start, [a, start.copy()], None, "adaptive",
+                                       [full * 0.3, none]), a, rtol=1e-6)
+    np.testing.assert_allclose(combine(start + 7, [a * 0 + 7, b * 0 + 7], None, "adaptive",
+                                       [none, none]), start + 7)
 
 
 def test_what_dask_refuses(client, lee_path):

@@ -45,7 +45,7 @@ class DaskTraining:
 
     scheduler: object
     round_words: int = DEFAULT_ROUND_WORDS
-    combine: str = "weighted"
+    combine: str = "adaptive"
     threads: Optional[int] = None
 
     def __post_init__(self):
@@ -108,7 +108,7 @@ class Runtime:
             n = int(n)
             threads = spec.threads or max(1, (os.cpu_count() or 1) // n)
             self.cluster = LocalCluster(n_workers=n, threads_per_worker=threads, processes=True,
-                                        dashboard_address=None, silence_logs=logging.WARNING)
+                                        dashboard_address=":0", silence_logs=logging.WARNING)
             scheduler = self.cluster
         try:
             self.client = Client(scheduler, timeout="30s")
@@ -238,10 +238,11 @@ def train(model, sentences, epochs: int, runtime: Runtime, spec: DaskTraining,
             results = [f.result() for f in futures]
             received = time.perf_counter()
             weights = [weigh(r["occurrences"]) for r in results]
+            moved = weigh.moved(model, weights, [r["alpha"] for r in results])
             syn0 = combine(model.syn0, [r["syn0"] for r in results],
-                           [w[0] for w in weights], spec.combine)
+                           [w[0] for w in weights], spec.combine, moved[0])
             out = combine(model.layer.weights, [r["weights"] for r in results],
-                          [w[1] for w in weights], spec.combine)
+                          [w[1] for w in weights], spec.combine, moved[1])
             if not (np.isfinite(syn0).all() and np.isfinite(out).all()):
                 raise TrainingDiverged(f"training diverged on Dask in round "
                                        f"{len(dask_report.rounds) + 1} (combine={spec.combine!r}; "

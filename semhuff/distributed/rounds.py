@@ -3,20 +3,28 @@ threads (the same kernels, chunks and id cache as one machine); every round it s
 weights the client sends, trains its next ``round_words`` words and sends its weights back; the
 client combines them row by row and the next round starts from the result.
 
-How rows are combined (``combine``):
+How rows are combined (``combine``). Every rule starts from the expected number of updates
+each worker made to each row this round (``RowWeights``: a word's occurrences times its
+down-sampling keep rate for an input row; for an HS node the same summed over the words below
+it; for an NS output row its occurrences plus its share of the noise draws). A row no worker
+touched stays as it was under every rule.
 
-* ``"weighted"`` (default): every row becomes the average of the workers' rows weighted by how
-  many updates each worker made to it this round (expected counts: a word's occurrences times
-  its down-sampling keep rate for an input row; for an HS node, the same summed over the words
-  below it; for an NS output row, its positive occurrences plus its share of the noise draws).
-  A row a worker never touched has weight 0 there: a word seen by one shard only keeps that
-  shard's update whole (a plain mean would divide it by the number of workers), a row every
-  shard trained (the top of the tree, frequent words, NS rows drawn as noise everywhere) gets
-  the mean of the workers' versions. A row nobody touched stays as it was.
+* ``"adaptive"`` (default): a row that worker k moved by d_k went a share f_k of the way to
+  where its updates pull it, f_k = 1 - exp(-alpha x c x n_k) for n_k updates at learning rate
+  alpha, c the contraction of one update (sigma'(0) x the mean squared norm of the other side's
+  rows). Sequential SGD would have covered 1 - prod(1 - f_k) of that way with all the workers'
+  updates; the row moves that far along sum(d_k) / sum(f_k). Rows that moved little (rare
+  words, early training) get the sum of the changes, rows that saturated (frequent words,
+  the top of the tree) the mean, a row one worker touched that worker's version.
+* ``"weighted"``: the average of the workers' versions weighted by their update counts (Spark's
+  fix for SPARK-24666 averages over the partitions that touched a row; this weighs them): safe,
+  but a row every worker trains only progresses as fast as on one worker, so N workers need
+  about N times the epochs for the frequent rows.
 * ``"mean"``: the plain average of the workers' weights (model averaging).
-* ``"sum"``: the start plus the sum of every worker's change (Spark MLlib's Word2Vec): right
-  for rows only one worker touched, a step of (workers x) the learning rate on shared rows; it
-  drifts and can overflow (SPARK-24666). Kept to measure that.
+* ``"sum"``: the start plus the sum of the changes (a synchronous parameter server): one
+  machine's result while the steps are small, (workers x) too far for rows that saturate in a
+  round; diverges with many workers. (Spark MLlib before SPARK-24666 added up the partitions'
+  *vectors*, not their changes, which grows them without bound.)
 
 The learning rate of each worker decays linearly over its own shard's words x epochs, so all
 workers reach ``min_alpha`` together when the shards are balanced (they are cut to equal bytes).
@@ -44,7 +52,7 @@ from .splits import SplitCorpus
 
 logger = logging.getLogger(__name__)
 
-COMBINES = ("weighted", "mean", "sum")
+COMBINES = ("adaptive", "weighted", "mean", "sum")
 
 
 def check_layer(layer) -> None:
@@ -102,6 +110,7 @@ class ShardTrainer:
         """Start from these weights, train the next ``round_words`` words of the shard; the
         weights, the expected update counts and what was trained."""
         started = time.perf_counter()
+        words_before = self.words_done
         self.syn0[:] = syn0
         self.layer.weights[:] = weights
         occurrences = np.zeros(len(self.index), dtype=np.int64)
@@ -134,7 +143,13 @@ class ShardTrainer:
         run_chunks(self.session, jobs(), run, handle, 2 * self.session.concurrency)
         return {"syn0": self.syn0, "weights": self.layer.weights, "occurrences": occurrences,
                 "chunks": chunks, "done": self.done, "seconds": time.perf_counter() - started,
-                "cache_bytes": self.source.cache_bytes}
+                "cache_bytes": self.source.cache_bytes,
+                "alpha": self._alpha((words_before + self.words_done) / 2)}
+
+    def _alpha(self, words: float) -> float:
+        """The learning rate at ``words`` of this shard's training (linear decay)."""
+        p = self.plan
+        return p.alpha - (p.alpha - p.min_alpha) * min(words / p.total_words, 1.0)
 
     def close(self) -> None:
         self.source.close()
@@ -158,6 +173,18 @@ class RowWeights:
             noise = np.asarray(counts, np.float64) ** layer.exponent
             self.noise = noise / noise.sum()
 
+    def moved(self, model, weights, alphas):
+        """Per worker, (input rows, output rows): the share of the way to its optimum each row
+        moved (``combine="adaptive"``). A step on an input row contracts its scores by about
+        alpha x sigma'(0) x |output row|^2 and the other way round; about window + 1
+        predictions use each trained occurrence."""
+        per = model.window + 1.0
+        n_in = float(np.mean(np.einsum("ij,ij->i", model.syn0, model.syn0)))
+        n_out = float(np.mean(np.einsum("ij,ij->i", model.layer.weights, model.layer.weights)))
+        k_in, k_out = 0.25 * n_out, 0.25 * n_in
+        return ([moved_share(w[0] * per, a, k_in) for w, a in zip(weights, alphas)],
+                [moved_share(w[1] * per, a, k_out) for w, a in zip(weights, alphas)])
+
     def __call__(self, occurrences: np.ndarray):
         """(input row weights, output row weights)."""
         trained = occurrences * self.keep
@@ -167,10 +194,14 @@ class RowWeights:
 
 
 def combine(start: np.ndarray, versions: List[np.ndarray], weights: Optional[List[np.ndarray]],
-            rule: str) -> np.ndarray:
-    """The rows of ``versions`` (one array per worker) combined by ``rule`` (module doc)."""
+            rule: str, moved: Optional[List[np.ndarray]] = None) -> np.ndarray:
+    """The rows of ``versions`` (one array per worker) combined by ``rule`` (module doc).
+    ``moved`` (``adaptive``): per worker, the share f of the way to its target each row is
+    expected to have moved in the round."""
     if len(versions) == 1 and rule != "sum":
         return versions[0].copy()
+    if rule == "adaptive":
+        return _adaptive(start, versions, moved)
     if rule == "mean":
         out = np.zeros(start.shape, np.float64)
         for v in versions:
@@ -190,3 +221,27 @@ def combine(start: np.ndarray, versions: List[np.ndarray], weights: Optional[Lis
     result = start.copy()
     result[touched] = (out[touched] / total[touched, None]).astype(np.float32)
     return result
+
+
+def moved_share(updates: np.ndarray, alpha: float, curvature: float) -> np.ndarray:
+    """The share of the way to its optimum a row moves in ``updates`` SGD steps of learning rate
+    ``alpha`` when each step contracts the distance by ``alpha x curvature``."""
+    return -np.expm1(-alpha * curvature * updates)
+
+
+def _adaptive(start, versions, moved):
+    """Each worker moved row r by d_k = f_k (t - x0) towards a common target t: estimate
+    (t - x0) = sum d_k / sum f_k and move by the share sequential SGD would have covered with
+    all the workers' steps, 1 - prod(1 - f_k). Small steps (rare rows, early training): the sum
+    of the changes; saturated rows (frequent words late): their mean; one worker: its row."""
+    f_sum = np.zeros(start.shape[0])
+    stay = np.ones(start.shape[0])
+    delta = np.zeros(start.shape, np.float64)
+    for v, f in zip(versions, moved):
+        delta += v
+        delta -= start
+        f_sum += f
+        stay *= 1.0 - f
+    touched = f_sum > 0
+    scale = np.where(touched, (1.0 - stay) / np.where(touched, f_sum, 1.0), 0.0)
+    return (start + delta * scale[:, None]).astype(np.float32)
