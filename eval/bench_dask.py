@@ -23,6 +23,7 @@ import sys
 import time
 
 from semhuff import Word2Vec
+from semhuff.eval.bench_scale import emit
 from semhuff.eval.bench_train import quality
 
 SETTINGS = dict(vector_size=100, window=5, min_count=5, sample=1e-3, sg=1, loss="hs", seed=1,
@@ -82,17 +83,12 @@ def main(argv=None) -> int:
                             time.perf_counter() - started, {"cluster_start_seconds": up}))
         client.close()
         cluster.close()
-    print("\n| run | words/s (training) | wall s | WS353 | SimLex | analogy | rounds | "
-          "outside training / round |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
-    for r in rows:
-        per = f"{r['overhead_per_round']:.2f} s" if "rounds" in r else ""
-        print(f"| {r['run']} | {r['words_per_second']:,.0f} | {r['wall_seconds']:.0f} | "
-              f"{r['ws353']:.3f} | {r['simlex']:.3f} | {100 * r['analogy']:.1f} | "
-              f"{r.get('rounds', '')} | {per} |")
-    if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(rows, fh, indent=1)
+    emit(rows, ["run", "words/s (training)", "wall s", "WS353", "SimLex", "analogy", "rounds",
+                "outside training / round"],
+         lambda r: [r["run"], f"{r['words_per_second']:,.0f}", f"{r['wall_seconds']:.0f}",
+                    f"{r['ws353']:.3f}", f"{r['simlex']:.3f}", f"{100 * r['analogy']:.1f}",
+                    str(r.get("rounds", "")),
+                    f"{r['overhead_per_round']:.2f} s" if "rounds" in r else ""], args.json)
     return 0
 
 

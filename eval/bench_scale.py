@@ -81,6 +81,17 @@ def run(cmd, folder):
     return wall, usage.ru_maxrss * 1024, disk["peak_disk_bytes"]
 
 
+def emit(rows, header, cells, json_path=None) -> None:
+    """A markdown table of ``rows`` (first column left-aligned), and the rows as JSON."""
+    print("\n| " + " | ".join(header) + " |")
+    print("|---|" + "---:|" * (len(header) - 1))
+    for r in rows:
+        print("| " + " | ".join(cells(r)) + " |")
+    if json_path:
+        with open(json_path, "w") as fh:
+            json.dump(rows, fh, indent=1)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
@@ -127,17 +138,13 @@ def main(argv=None) -> int:
         print(json.dumps(row), flush=True)
         if not args.keep:
             os.unlink(path)
-    print("\n| tokens | vocabulary | wall s | tokens/s (process) | words/s (training) | peak RSS | "
-          "id cache | peak extra disk | corpus file |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for r in rows:
-        print(f"| {r['tokens'] / 1e6:,.0f}M | {r['vocabulary']:,} | {r['wall_seconds']:,.0f} | "
-              f"{r['tokens_per_second']:,.0f} | {r['train_words_per_second']:,.0f} | "
-              f"{r['peak_rss_bytes'] / 2**20:,.0f} MiB | {r['id_cache_bytes'] / 1e9:.2f} GB | "
-              f"{r['peak_disk_bytes'] / 1e9:.2f} GB | {r['corpus_bytes'] / 1e9:.2f} GB |")
-    if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(rows, fh, indent=1)
+    emit(rows, ["tokens", "vocabulary", "wall s", "tokens/s (process)", "words/s (training)",
+                "peak RSS", "id cache", "peak extra disk", "corpus file"],
+         lambda r: [f"{r['tokens'] / 1e6:,.0f}M", f"{r['vocabulary']:,}",
+                    f"{r['wall_seconds']:,.0f}", f"{r['tokens_per_second']:,.0f}",
+                    f"{r['train_words_per_second']:,.0f}", f"{r['peak_rss_bytes'] / 2**20:,.0f} MiB",
+                    f"{r['id_cache_bytes'] / 1e9:.2f} GB", f"{r['peak_disk_bytes'] / 1e9:.2f} GB",
+                    f"{r['corpus_bytes'] / 1e9:.2f} GB"], args.json)
     return 0
 
 

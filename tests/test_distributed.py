@@ -3,7 +3,6 @@ exactly the corpus's tokens, the map-reduce vocabulary equals the single pass's,
 trained in rounds on two workers find planted word classes as well as one process does."""
 import bz2
 import gzip
-import os
 import subprocess
 import sys
 
