@@ -2,6 +2,7 @@
 exactly the corpus's tokens, the map-reduce vocabulary equals the single pass's, and vectors
 trained in rounds on two workers find planted word classes as well as one process does."""
 import bz2
+import os
 import gzip
 import subprocess
 import sys
@@ -44,7 +45,7 @@ def awkward_files(tmp_path, lee_path):
     return [lee_path, str(one_line), str(zipped), str(bz)]
 
 
-@pytest.mark.parametrize("parts,piece", [(1, 1 << 20), (2, 997), (5, 64), (3, 1)])
+@pytest.mark.parametrize("parts,piece", [(1, 1 << 20), (2, 997), (5, 64), (3, 13)])
 def test_splits_hold_exactly_the_corpus_tokens_in_order(awkward_files, parts, piece):
     reference = [t for s in Corpus(awkward_files, max_sentence_length=50) for t in s]
     groups = plan_splits(awkward_files, parts)
@@ -174,3 +175,12 @@ def test_command_line_local_cluster(tmp_path):
     done = subprocess.run([sys.executable, "-m", "semhuff.cli.train", "lee", "-o", str(out),
                            "--round-words", "5"], capture_output=True, text=True, cwd=tmp_path)
     assert done.returncode == 2 and "options of --dask" in done.stderr
+
+
+def test_fsspec_urls_read_as_paths(awkward_files, tmp_path):
+    urls = ["file://" + os.path.abspath(f) for f in awkward_files]
+    reference = [t for s in Corpus(awkward_files, max_sentence_length=50) for t in s]
+    assert [t for s in Corpus(urls, max_sentence_length=50) for t in s] == reference
+    splits = [s for g in plan_splits(urls, 3) for s in subdivide(g, 5000)]
+    assert [t for s in SplitCorpus(splits, 50) for t in s] == reference
+    assert Corpus("file://" + str(tmp_path)).files  # a folder URL lists its files
