@@ -67,8 +67,6 @@ def check_scale_options(args, given: set) -> None:
         check_writable(args.checkpoint)
     if not args.dask and given & {"round_words", "combine"}:
         raise OptionError("--round-words and --combine are options of --dask")
-    if args.dask and (args.checkpoint or args.resume):
-        raise OptionError("--checkpoint and --resume are not available with --dask yet")
     if args.resume and args.init_model:
         raise OptionError("--resume continues the run of a checkpoint, --init-model starts a new "
                           "run from a model: give one of them")
@@ -98,7 +96,8 @@ def resume_run(args, given: set, corpus, progress: bool):
     if conflicts:
         raise OptionError(f"--resume {args.resume} continues its run as it was and cannot "
                           f"change: {'; '.join(conflicts)}")
-    settings = {"tmp_dir": args.tmp_dir, "cache_ids": not args.no_id_cache}
+    settings = {"tmp_dir": args.tmp_dir, "cache_ids": not args.no_id_cache,
+                "dask": dask_training(args, given)}
     if "workers" in given:
         settings["workers"] = args.workers
     return checkpoint.resume(args.resume, corpus, model=model, state=state, **settings,

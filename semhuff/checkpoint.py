@@ -58,13 +58,12 @@ class Checkpointer:
     def due(self) -> bool:
         return time.monotonic() - self.last >= self.every
 
-    def write(self, position: Position) -> None:
+    def write(self, position, key: str = "position") -> None:
+        """``position``: a ``trainer.Position``, or (``key="dask"``) the dict of a Dask run."""
         started = time.perf_counter()
-        self._write({"position": position.to_dict()})
+        self._write({key: position if isinstance(position, dict) else position.to_dict()})
         self.last = time.monotonic()
-        logger.info("checkpoint %s: epoch %d, chunk %d, %d words done (%.2f s)", self.path,
-                    position.epoch + 1, position.chunk, position.words_done,
-                    time.perf_counter() - started)
+        logger.info("checkpoint %s (%.2f s)", self.path, time.perf_counter() - started)
 
     def finish(self, report) -> None:
         """The call has ended: the checkpoint holds the finished model and its report."""
@@ -131,12 +130,20 @@ def resume(path, sentences=None, *, checkpoint=_SAME, checkpoint_every: Optional
             raise CheckpointError(f"{path} was training on an iterable of sentences: pass the "
                                   f"same sentences to resume it")
         sentences = call["corpus"]
-    position = Position(**state["position"])
+    if "dask" in state:
+        if getattr(model, "dask", None) is None:
+            raise CheckpointError(f"{path} was written by a run on Dask: resume it on Dask "
+                                  f"(--dask, Word2Vec.resume(..., dask=...)) with as many workers")
+        position = state["dask"]
+    else:
+        if getattr(model, "dask", None) is not None:
+            raise CheckpointError(f"{path} was written by a run on one machine: resume it "
+                                  f"without Dask")
+        position = Position(**state["position"])
     checkpoint = path if checkpoint is _SAME else checkpoint
     if checkpoint_every is None:
         checkpoint_every = call["checkpoint_every"]
-    logger.info("resuming %s at epoch %d, chunk %d (%d words done)", path, position.epoch + 1,
-                position.chunk, position.words_done)
+    logger.info("resuming %s", path)
     model.train(sentences, epochs=call["epochs"], words_per_epoch=call["words_per_epoch"],
                 checkpoint=checkpoint, checkpoint_every=checkpoint_every, _resume=position)
     return model

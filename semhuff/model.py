@@ -231,7 +231,7 @@ class Word2Vec:
             saver = Checkpointer(self, checkpoint, checkpoint_every, corpus, epochs, words_per_epoch)
         if self.dask is not None:
             from .distributed import train_model
-            report = train_model(self, corpus, epochs, words_per_epoch, saver, hooks)
+            report = train_model(self, corpus, epochs, words_per_epoch, saver, hooks, _resume)
         else:
             session = self._session()
             try:

@@ -17,7 +17,7 @@ from semhuff.distributed import DaskTraining
 from semhuff.distributed.rounds import combine
 from semhuff.distributed.splits import SplitCorpus, plan_splits, subdivide
 from semhuff.distributed.vocab import count_vocab
-from semhuff.errors import OptionError
+from semhuff.errors import CheckpointError, OptionError
 from semhuff.vocab import Vocab
 
 
@@ -184,3 +184,33 @@ def test_fsspec_urls_read_as_paths(awkward_files, tmp_path):
     splits = [s for g in plan_splits(urls, 3) for s in subdivide(g, 5000)]
     assert [t for s in SplitCorpus(splits, 50) for t in s] == reference
     assert Corpus("file://" + str(tmp_path)).files  # a folder URL lists its files
+
+
+def test_a_checkpointed_dask_run_resumes_to_the_uninterrupted_result(client, tmp_path,
+                                                                     monkeypatch):
+    import semhuff.distributed as dist
+    from semhuff.checkpoint import read_state
+    corpus = planted_corpus(str(tmp_path / "planted.txt"), sentences=4000)
+    spec = DaskTraining(client, round_words=5000)
+    reference = Word2Vec(corpus, dask=spec, **SETTINGS)
+    real, calls = dist._round, []
+
+    def crash_at_the_fifth_round(*a, **k):
+        calls.append(1)
+        if len(calls) == 5:
+            raise KeyboardInterrupt
+        return real(*a, **k)
+    monkeypatch.setattr(dist, "_round", crash_at_the_fifth_round)
+    model = Word2Vec(dask=spec, **SETTINGS)
+    model.build_vocab(corpus)
+    with pytest.raises(KeyboardInterrupt):
+        model.train(corpus, checkpoint=tmp_path / "c.npz", checkpoint_every=0)
+    monkeypatch.undo()
+    assert len(read_state(tmp_path / "c.npz")["dask"]["rounds"]) == 4
+    with pytest.raises(CheckpointError, match="on Dask"):
+        Word2Vec.resume(tmp_path / "c.npz", progress=False)
+    resumed = Word2Vec.resume(tmp_path / "c.npz", dask=spec, progress=False)
+    np.testing.assert_array_equal(resumed.syn0, reference.syn0)
+    np.testing.assert_array_equal(resumed.layer.weights, reference.layer.weights)
+    assert len(resumed.reports[-1].dask.rounds) == len(reference.reports[-1].dask.rounds)
+    assert read_state(tmp_path / "c.npz")["complete"]

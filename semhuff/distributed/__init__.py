@@ -16,6 +16,7 @@ The result is an ordinary ``Word2Vec``: it saves, exports and scores as any othe
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import time
@@ -25,7 +26,7 @@ from typing import List, Optional
 import numpy as np
 
 from ..corpus import Corpus, is_url
-from ..errors import OptionError, SemhuffError, TrainingDiverged
+from ..errors import CheckpointError, OptionError, SemhuffError, TrainingDiverged
 from ..trainer import ChunkStats, EpochStats, TrainReport
 from .rounds import COMBINES, RowWeights, ShardTrainer, check_layer, combine
 from .splits import corpus_files, plan_splits
@@ -135,16 +136,18 @@ def vocab_for(model, sentences):
     return build_vocab(model, sentences, _runtime(model))
 
 
-def train_model(model, corpus, epochs: int, words_per_epoch, checkpoint, hooks) -> TrainReport:
+def train_model(model, corpus, epochs: int, words_per_epoch, checkpoint, hooks,
+                start=None) -> TrainReport:
     """``Word2Vec.train`` with ``dask=``; the cluster of ``local:N`` is stopped at the end."""
-    if checkpoint is not None:
-        raise OptionError("checkpoints are not written on Dask yet (train on one machine for "
-                          "--checkpoint/--resume)")
-    if hooks:
+    if hooks or model.hooks:
         raise OptionError("hooks do not run on Dask (each worker trains its own copy)")
+    if start is not None and not isinstance(start, dict):
+        raise CheckpointError("the checkpoint was written by a run on one machine: resume it "
+                              "without Dask")
     runtime = _runtime(model)
     try:
-        return train(model, corpus, epochs, runtime, as_training(model.dask), words_per_epoch)
+        return train(model, corpus, epochs, runtime, as_training(model.dask), words_per_epoch,
+                     checkpoint, start)
     finally:
         runtime.close()
         model._dask_runtime = None
@@ -180,14 +183,17 @@ def build_vocab(model, sentences, runtime: Runtime):
 
 
 def train(model, sentences, epochs: int, runtime: Runtime, spec: DaskTraining,
-          words_per_epoch: Optional[int] = None) -> TrainReport:
+          words_per_epoch: Optional[int] = None, checkpoint=None,
+          start: Optional[dict] = None) -> TrainReport:
     """Train ``model`` (vocabulary and layer ready) on the cluster; its weights are replaced by
-    the combined ones."""
+    the combined ones. ``checkpoint`` (a ``Checkpointer``) is offered the position after every
+    round; ``start``: such a position, to continue from."""
     check_layer(model.layer)
-    if model.hooks:
-        raise OptionError("hooks do not run on Dask (each worker trains its own copy)")
     files = _files(sentences)
     workers = runtime.workers()
+    if start is not None and len(start["shards"]) != len(workers):
+        raise CheckpointError(f"the checkpoint was written by a run on {len(start['shards'])} "
+                              f"Dask workers; this cluster has {len(workers)}: resume on as many")
     cached = getattr(model, "_dask_shards", None)
     if cached is not None and cached[0] == files and len(cached[1]) == len(workers):
         _, shards, shard_tokens = cached
@@ -202,86 +208,107 @@ def train(model, sentences, epochs: int, runtime: Runtime, spec: DaskTraining,
     vocab = model.vocab
     retained = vocab.retained_tokens if words_per_epoch is None else int(words_per_epoch)
     share = _shares(shards, shard_tokens)
-    keep_prob = vocab.keep_probabilities(model.sample)
     settings = {"sg": bool(model.sg), "cbow_mean": bool(model.cbow_mean), "window": model.window,
                 "alpha": model.alpha, "min_alpha": model.min_alpha, "epochs": int(epochs),
                 "seed": model.seed + model.train_calls, "chunk_words": model.chunk_words,
                 "cache_ids": model.cache_ids, "tmp_dir": model.tmp_dir,
                 "max_sentence_length": model.max_sentence_length}
-    report = TrainReport()
-    dask_report = DaskReport(len(workers), [])
-    started = time.perf_counter()
-    actors = []
+    if start is not None:
+        report = TrainReport.from_dict(start["report"])
+        dask_report = DaskReport(len(workers), [], [RoundStats(**r) for r in start["rounds"]])
+        places = {int(i): p for i, p in start["shards"].items()}
+    else:
+        report, dask_report = TrainReport(), DaskReport(len(workers), [])
+        places = {i: {"next": [0, 0], "words_done": 0,
+                      "total": max(1, round(retained * share[i])) * int(epochs)}
+                  for i, shard in enumerate(shards) if shard}
+    seconds_before = report.seconds
+    setup_started = time.perf_counter()
+    actors = {}
     try:
-        for i, ((addr, nthreads), shard) in enumerate(zip(workers, shards)):
-            if not shard:
-                continue
+        for i, place in sorted(places.items()):
+            if place["next"] is None:
+                continue  # this shard had ended
+            addr, nthreads = workers[i]
             threads = spec.threads or nthreads
             dask_report.threads.append(threads)
-            total = max(1, round(retained * share[i])) * int(epochs)
-            future = runtime.client.submit(
-                ShardTrainer, i, shard, vocab.words, model.layer, model.syn0.shape,
-                vocab.keep_thresholds(model.sample), {**settings, "threads": threads,
-                                                       "total_words": total},
-                actor=True, workers=[addr], allow_other_workers=False, pure=False)
-            actors.append(future.result())
+            actors[i] = runtime.client.submit(
+                ShardTrainer, i, shards[i], vocab.words, model.layer, model.syn0.shape,
+                vocab.keep_thresholds(model.sample),
+                {**settings, "threads": threads, "total_words": place["total"]},
+                tuple(place["next"]), place["words_done"],
+                actor=True, workers=[addr], allow_other_workers=False, pure=False).result()
         # starting the workers' sessions (loading the kernels) is not training, as on one machine
-        report.compile_seconds = time.perf_counter() - started
+        report.compile_seconds += time.perf_counter() - setup_started
         started = time.perf_counter()
-        weigh = RowWeights(model.layer, keep_prob, vocab.counts)
-        epoch_stats: dict = {}
-        active = list(actors)
-        while active:
-            round_started = time.perf_counter()
-            futures = [a.train_round(model.syn0, model.layer.weights, spec.round_words)
-                       for a in active]
-            results = [f.result() for f in futures]
-            received = time.perf_counter()
-            weights = [weigh(r["occurrences"]) for r in results]
-            moved = weigh.moved(model, weights, [r["alpha"] for r in results])
-            syn0 = combine(model.syn0, [r["syn0"] for r in results],
-                           [w[0] for w in weights], spec.combine, moved[0])
-            out = combine(model.layer.weights, [r["weights"] for r in results],
-                          [w[1] for w in weights], spec.combine, moved[1])
-            if not (np.isfinite(syn0).all() and np.isfinite(out).all()):
-                raise TrainingDiverged(f"training diverged on Dask in round "
-                                       f"{len(dask_report.rounds) + 1} (combine={spec.combine!r}; "
-                                       f"learning rate {model.alpha} too high?)")
-            model.syn0[:] = syn0
-            model.layer.weights[:] = out
-            now = time.perf_counter()
-            words = 0
-            for r in results:
-                for epoch, number, raw, trained, pairs, loss in r["chunks"]:
-                    e = epoch_stats.setdefault(epoch, EpochStats())
-                    e.raw_words += raw
-                    e.trained_words += trained
-                    e.pairs += pairs
-                    e.loss += loss
-                    report.chunks.append(ChunkStats(epoch, number, raw, trained, pairs, loss,
-                                                    now - started))
-                    words += raw
-            dask_report.rounds.append(RoundStats(received - round_started,
-                                                 max(r["seconds"] for r in results),
-                                                 now - received, words))
-            report.id_cache_bytes = max(report.id_cache_bytes,
-                                        sum(r["cache_bytes"] for r in results))
-            active = [a for a, r in zip(active, results) if not r["done"]]
-            logger.info("round %d: %d words, %.2f s (%.2f s combining)", len(dask_report.rounds),
-                        words, now - round_started, now - received)
+        weigh = RowWeights(model.layer, vocab.keep_probabilities(model.sample), vocab.counts)
+        while actors:
+            results = _round(model, actors, weigh, spec, dask_report, report,
+                             seconds_before - started)
+            for i, r in results.items():
+                places[i].update(next=r["next"], words_done=r["words_done"])
+                if r["done"]:
+                    del actors[i]
+            if checkpoint is not None and actors and checkpoint.due():
+                report.seconds = seconds_before + time.perf_counter() - started
+                checkpoint.write({"shards": places, "report": report.to_dict(),
+                                  "rounds": [dataclasses.asdict(r) for r in dask_report.rounds]},
+                                 key="dask")
     finally:
-        for actor in actors:
+        for actor in actors.values():
             try:
                 actor.close().result()
             except Exception:  # a worker that died has nothing left to close
                 pass
-        del actors
-    report.seconds = time.perf_counter() - started
-    report.epochs = [epoch_stats[e] for e in sorted(epoch_stats)]
+        actors.clear()
+    report.seconds = seconds_before + time.perf_counter() - started
     report.dask = dask_report
     logger.info("Dask: %d workers, %d rounds, %.1f s of them outside training",
                 dask_report.workers, len(dask_report.rounds), dask_report.overhead_seconds)
     return report
+
+
+def _round(model, actors: dict, weigh: RowWeights, spec: DaskTraining, dask_report: DaskReport,
+           report: TrainReport, clock: float) -> dict:
+    """One round: send the weights, let every worker train, combine what comes back into the
+    model; each worker's result, by shard."""
+    round_started = time.perf_counter()
+    futures = {i: a.train_round(model.syn0, model.layer.weights, spec.round_words)
+               for i, a in actors.items()}
+    results = {i: f.result() for i, f in futures.items()}
+    received = time.perf_counter()
+    ordered = [results[i] for i in sorted(results)]
+    weights = [weigh(r["occurrences"]) for r in ordered]
+    moved = weigh.moved(model, weights, [r["alpha"] for r in ordered])
+    syn0 = combine(model.syn0, [r["syn0"] for r in ordered], [w[0] for w in weights],
+                   spec.combine, moved[0])
+    out = combine(model.layer.weights, [r["weights"] for r in ordered], [w[1] for w in weights],
+                  spec.combine, moved[1])
+    if not (np.isfinite(syn0).all() and np.isfinite(out).all()):
+        raise TrainingDiverged(f"training diverged on Dask in round {len(dask_report.rounds) + 1} "
+                               f"(combine={spec.combine!r}; learning rate {model.alpha} too high?)")
+    model.syn0[:] = syn0
+    model.layer.weights[:] = out
+    now = time.perf_counter()
+    words = 0
+    for r in ordered:
+        for epoch, number, raw, trained, pairs, loss in r["chunks"]:
+            while len(report.epochs) <= epoch:
+                report.epochs.append(EpochStats())
+            e = report.epochs[epoch]
+            e.raw_words += raw
+            e.trained_words += trained
+            e.pairs += pairs
+            e.loss += loss
+            report.chunks.append(ChunkStats(epoch, number, raw, trained, pairs, loss, clock + now))
+            words += raw
+    dask_report.rounds.append(RoundStats(received - round_started,
+                                         max(r["seconds"] for r in ordered),
+                                         now - received, words))
+    report.id_cache_bytes = max(report.id_cache_bytes, sum(r["cache_bytes"] for r in ordered))
+    logger.info("round %d: %d words, %.2f s (%.2f s combining)", len(dask_report.rounds), words,
+                now - round_started, now - received)
+    return results
 
 
 def _shares(shards, shard_tokens) -> List[float]:

@@ -67,7 +67,7 @@ class ShardTrainer:
     """A Dask actor: one worker's shard, its session and its place in the shard's epochs."""
 
     def __init__(self, shard: int, splits, words: List[str], layer, syn0_shape, keep_thr,
-                 settings: Dict):
+                 settings: Dict, start=(0, 0), words_done: int = 0):
         s = self.settings = settings
         self.shard = shard
         self.index = {w: i for i, w in enumerate(words)}
@@ -85,17 +85,24 @@ class ShardTrainer:
                                   s["chunk_words"], use_cache=use_cache, cache_dir=s["tmp_dir"])
         # shard 0 draws one machine's streams: one worker, one thread is one machine's run
         self.seed = s["seed"] if shard == 0 else int(mix_seed(s["seed"], 1_000_003, shard) >> 1)
+        self.start = tuple(start)  # (epoch, chunk) to continue from (a checkpoint's)
         self.stream = self._stream()
         self._pending = None
-        self.words_done = 0
+        self.words_done = int(words_done)
         self.done = False
         self.session.warm_up(self.plan)
 
     def _stream(self):
+        """(epoch, chunk number, chunk) from ``start`` on; the chunks before it are only read
+        (to fill the id cache) when a later pass needs them."""
         for epoch in range(self.settings["epochs"]):
+            cache = self.source.cache
+            if epoch < self.start[0] and (cache is None or cache.complete):
+                continue
             depth = 2 * self.session.concurrency
             for number, chunk in enumerate(prefetch(self.source.epoch(), depth)):
-                yield epoch, number, chunk
+                if (epoch, number) >= self.start:
+                    yield epoch, number, chunk
 
     def _next(self):
         item, self._pending = self._pending, None
@@ -143,7 +150,8 @@ class ShardTrainer:
         run_chunks(self.session, jobs(), run, handle, 2 * self.session.concurrency)
         return {"syn0": self.syn0, "weights": self.layer.weights, "occurrences": occurrences,
                 "chunks": chunks, "done": self.done, "seconds": time.perf_counter() - started,
-                "cache_bytes": self.source.cache_bytes,
+                "cache_bytes": self.source.cache_bytes, "words_done": self.words_done,
+                "next": None if self._pending is None else list(self._pending[:2]),
                 "alpha": self._alpha((words_before + self.words_done) / 2)}
 
     def _alpha(self, words: float) -> float:
