@@ -11,6 +11,7 @@ this machine.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 
 from semhuff import checkpoint
 from semhuff.distributed.rounds import COMBINES
@@ -79,6 +80,14 @@ def dask_training(args, given: set):
     from semhuff.distributed import DaskTraining
     return DaskTraining(args.dask, round_words=args.round_words, combine=args.combine,
                         threads=args.workers if "workers" in given else None)
+
+
+def report_extra(report) -> dict:
+    """What --report adds for a Dask run: the workers and every round's timings."""
+    d = getattr(report, "dask", None)
+    if d is None:
+        return {}
+    return {"dask": {**dataclasses.asdict(d), "overhead_seconds": d.overhead_seconds}}
 
 
 def train_kwargs(args) -> dict:

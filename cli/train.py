@@ -26,7 +26,8 @@ from semhuff.vectors_io import FORMATS, resolve_format
 
 from .common import add_plugin_option, cli_main
 from .resume import continue_model, given_options
-from .scale import add_scale_options, check_scale_options, dask_training, resume_run, train_kwargs
+from .scale import (add_scale_options, check_scale_options, dask_training, report_extra,
+                    resume_run, train_kwargs)
 
 PROG = "semhuff-train"
 logger = logging.getLogger(PROG)
@@ -173,7 +174,8 @@ def _run(args, given=frozenset()) -> int:
         write_training_report(args.report, model, report, {
             "timings": {"vocabulary_and_setup_seconds": prepared - started,
                         "total_seconds": time.perf_counter() - started},
-            "corpus": corpus, "output": args.output, "init_model": args.init_model})
+            "corpus": corpus, "output": args.output, "init_model": args.init_model,
+            **report_extra(report)})
     if args.quiet == 0:
         _print_summary(model, report, args, fmt, time.perf_counter() - started)
     return 0

@@ -94,6 +94,9 @@ class Runtime:
         except ImportError:
             raise OptionError("training on Dask needs dask.distributed: pip install "
                               "'semhuff[dask]'") from None
+        # dask narrates every connection at INFO from its own handler: only with -vv
+        verbose = logging.getLogger("semhuff").getEffectiveLevel() <= logging.DEBUG
+        logging.getLogger("distributed").setLevel(logging.INFO if verbose else logging.WARNING)
         self.cluster = None
         scheduler = spec.scheduler
         if isinstance(scheduler, Client):
