@@ -18,6 +18,7 @@ from semhuff.distributed.rounds import combine
 from semhuff.distributed.splits import SplitCorpus, plan_splits, subdivide
 from semhuff.distributed.vocab import count_vocab
 from semhuff.errors import CheckpointError, OptionError
+from semhuff.eval.dask_planted import SETTINGS, class_purity, planted_corpus
 from semhuff.vocab import Vocab
 
 
@@ -67,38 +68,6 @@ def test_map_reduce_vocabulary_equals_the_single_pass(client, awkward_files):
         assert min(shard_tokens) > 0.3 * max(shard_tokens)  # balanced shards
 
 
-def planted_corpus(path, classes=20, per_class=100, sentences=20_000, length=15, seed=0):
-    """Words in planted classes: a sentence walks a fixed class-level chain and draws each word
-    from its class (Zipf's law inside a class: a few frequent words, many rare ones), so the
-    words of a class share their contexts and nothing else."""
-    rng = np.random.default_rng(seed)
-    nxt = np.array([rng.choice(classes, size=2, replace=False) for _ in range(classes)])
-    p = 1.0 / np.arange(1, per_class + 1)
-    members = rng.choice(per_class, size=(sentences, length), p=p / p.sum())
-    steps = rng.integers(2, size=(sentences, length))
-    c = rng.integers(classes, size=sentences)
-    with open(path, "w") as fh:
-        for s in range(sentences):
-            words = []
-            for i in range(length):
-                words.append(f"c{c[s]}w{members[s, i]}")
-                c[s] = nxt[c[s], steps[s, i]]
-            fh.write(" ".join(words) + "\n")
-    return path
-
-
-def class_purity(model, k=5, min_count=20):
-    """The share of every word's k nearest neighbours in its own planted class (words seen at
-    least ``min_count`` times; chance is about 1/20)."""
-    wv, vocab = model.wv, model.vocab
-    words = [w for w in wv.index_to_key if vocab.counts[vocab.index[w]] >= min_count]
-    hits = [sum(n.split("w")[0] == w.split("w")[0] for n, _ in wv.most_similar(w, topn=k))
-            for w in words]
-    return float(np.mean(hits)) / k
-
-
-SETTINGS = dict(vector_size=16, window=2, min_count=1, sample=1e-3, epochs=3, seed=1,
-                progress=False, chunk_words=5000)
 
 
 @pytest.mark.parametrize("loss", ["hs", "ns"])
