@@ -126,6 +126,8 @@ def test_sigkill_and_resume_equals_an_uninterrupted_run(tmp_path, loss):
                 break  # the id cache is complete: the resumed run must rebuild it
             time.sleep(0.01)
         assert proc.poll() is None, "the run ended before it could be killed"
+        held = [os.readlink(f"/proc/{proc.pid}/fd/{fd}") for fd in os.listdir(f"/proc/{proc.pid}/fd")]
+        assert any(link.startswith(str(cache)) for link in held)  # the cache is open in --tmp-dir
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
     finally:
