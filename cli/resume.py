@@ -41,15 +41,21 @@ def given_options(build_parser: Callable[[], argparse.ArgumentParser], argv: Lis
     return set(vars(parser.parse_args(argv)))
 
 
+def conflicting_options(model, args, given: set, table: dict) -> List[str]:
+    """One phrase per option the command line gives with a value other than the model's."""
+    conflicts = []
+    for dest, (flag, what, saved) in table.items():
+        if dest in given and getattr(args, dest) != saved(model):
+            conflicts.append(f"{flag} {getattr(args, dest)} (the model keeps {what}: "
+                             f"{saved(model) if saved(model) is not None else 'none'})")
+    return conflicts
+
+
 def continue_model(args, given: set, progress: bool) -> Word2Vec:
     """The model of ``--init-model``, with the given training settings applied; an
     ``OptionError`` naming every given option the saved model cannot take."""
     model = Word2Vec.load(args.init_model, progress=progress)
-    conflicts = []
-    for dest, (flag, what, saved) in KEPT.items():
-        if dest in given and getattr(args, dest) != saved(model):
-            conflicts.append(f"{flag} {getattr(args, dest)} (the model keeps {what}: "
-                             f"{saved(model) if saved(model) is not None else 'none'})")
+    conflicts = conflicting_options(model, args, given, KEPT)
     if conflicts:
         raise OptionError(f"--init-model {args.init_model} cannot change: {'; '.join(conflicts)}; "
                           f"leave these options out to continue training it")

@@ -26,6 +26,8 @@ from semhuff.vectors_io import FORMATS, resolve_format
 
 from .common import add_plugin_option, cli_main
 from .resume import continue_model, given_options
+from .scale import (add_scale_options, check_scale_options, dask_training, report_extra,
+                    resume_run, train_kwargs)
 
 PROG = "semhuff-train"
 logger = logging.getLogger(PROG)
@@ -110,6 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="--device cuda: (input, target) pairs per GPU batch (default 8192; "
                         "larger is faster, smaller closer to the CPU's quality: docs/gpu.md)")
     add_plugin_option(p)
+    add_scale_options(p)
     g = p.add_argument_group("output")
     g.add_argument("--probe", nargs="*", metavar="WORD",
                    help="print nearest neighbours of these words (default: a few frequent words)")
@@ -146,13 +149,16 @@ def _run(args, given=frozenset()) -> int:
         check_writable(args.save_model)
     if args.report:
         check_report_writable(args.report)
+    check_scale_options(args, given)
     corpus = resolve_corpus(args.corpus)
     progress = not args.no_progress and args.quiet == 0
     started = time.perf_counter()
     tree_file = _tree_file(args.tree)
     device_options = {k: getattr(args, k) for k in ("batch_pairs",) if hasattr(args, k)}
     backend = getattr(args, "backend", None)
-    if args.init_model:
+    if args.resume:
+        model = resume_run(args, given, corpus, progress)
+    elif args.init_model:
         model = continue_model(args, given, progress)
         # this command line says where this run trains
         model.backend, model.device_options = backend, device_options
@@ -166,13 +172,19 @@ def _run(args, given=frozenset()) -> int:
                          alpha=args.alpha, min_alpha=args.min_alpha, epochs=args.epochs,
                          workers=args.workers, seed=args.seed, device=args.device,
                          backend=backend, device_options=device_options,
-                         max_sentence_length=args.max_sentence_length, progress=progress)
+                         max_sentence_length=args.max_sentence_length, progress=progress,
+                         dask=dask_training(args, given))
         if tree_file is None:
             model.build_vocab(corpus)
         else:
             _use_tree_file(model, corpus, tree_file)
+    model.tmp_dir, model.cache_ids = args.tmp_dir, not args.no_id_cache
+    model.dask = dask_training(args, given)
     prepared = time.perf_counter()
-    report = model.train(corpus, epochs=args.epochs)
+    if args.resume:
+        report = model.reports[-1]
+    else:
+        report = model.train(corpus, epochs=args.epochs, **train_kwargs(args))
     model.save_vectors(args.output, fmt)
     if args.save_model:
         model.save(args.save_model)
@@ -180,7 +192,8 @@ def _run(args, given=frozenset()) -> int:
         write_training_report(args.report, model, report, {
             "timings": {"vocabulary_and_setup_seconds": prepared - started,
                         "total_seconds": time.perf_counter() - started},
-            "corpus": corpus, "output": args.output, "init_model": args.init_model})
+            "corpus": corpus, "output": args.output, "init_model": args.init_model,
+            **report_extra(report)})
     if args.quiet == 0:
         _print_summary(model, report, args, fmt, time.perf_counter() - started)
     return 0
@@ -234,6 +247,12 @@ def _print_summary(model, report, args, fmt, seconds):
         print(f"device: {gpu['device']} ({gpu['backend']}), {gpu['pairs']:,} pairs in "
               f"{gpu['batches']:,} batches, {gpu['device_seconds']:.1f} s at the device, peak "
               f"memory in use {gpu['peak_memory_bytes'] / 2**20:,.0f} MiB", file=out)
+    if getattr(report, "dask", None) is not None:
+        d = report.dask
+        print(f"dask: {d.workers} workers ({'+'.join(map(str, d.threads))} threads), "
+              f"{len(d.rounds)} rounds of "
+              f"{args.round_words:,} words a worker, {d.overhead_seconds:.1f} s outside training",
+              file=out)
     print(f"wrote {args.output} ({fmt})" + (f" and {args.save_model} (model)" if args.save_model else "")
           + f"; total {seconds:.1f} s", file=out)
     probes = args.probe if args.probe else _default_probes(model)

@@ -254,7 +254,8 @@ def build_parser() -> argparse.ArgumentParser:
     show.set_defaults(run=cmd_show)
 
     clusters = sub.add_parser("clusters", help="list the clusters of a self-organized (or class) "
-                              "model with their most frequent words, or the clusters of given words")
+                              "model with their most frequent words, or the clusters of given words",
+                              formatter_class=fmt)
     clusters.add_argument("model", help="a full model (.npz) with a clustered output layer")
     clusters.add_argument("words", nargs="*", help="show only the clusters of these words")
     clusters.add_argument("--top", type=_positive_int, default=12,

@@ -47,10 +47,31 @@ codecs.register_error("semhuff_count", _count_and_replace)
 PathLike = Union[str, os.PathLike]
 
 
+def is_url(path) -> bool:
+    """``s3://bucket/x``, ``https://...``, ``file:///...``: read through fsspec."""
+    return isinstance(path, str) and "://" in path
+
+
+def _url_files(url: str) -> List[str]:
+    import fsspec  # comes with dask (pip install 'semhuff[dask]')
+    fs, path = fsspec.core.url_to_fs(url)
+    if not fs.exists(path):
+        raise CorpusError(f"corpus not found: {url}")
+    if not fs.isdir(path):
+        return [url]
+    files = sorted(f["name"] for f in fs.ls(path, detail=True) if f["type"] == "file"
+                   and not f["name"].rstrip("/").rsplit("/", 1)[-1].startswith("."))
+    if not files:
+        raise CorpusError(f"corpus directory has no files: {url}")
+    return [fs.unstrip_protocol(f) for f in files]
+
+
 def list_corpus_files(path: PathLike) -> List[str]:
     """The files a corpus path stands for: the file itself, or every regular file in a
-    directory (sorted, hidden files skipped, not recursive)."""
+    directory (sorted, hidden files skipped, not recursive). An fsspec URL lists the same way."""
     path = os.fspath(path)
+    if is_url(path):
+        return _url_files(path)
     if not os.path.exists(path):
         raise CorpusError(f"corpus not found: {path}")
     if os.path.isdir(path):
@@ -65,17 +86,30 @@ def list_corpus_files(path: PathLike) -> List[str]:
     return [path]
 
 
-def open_binary(path: str):
-    """Open a file for binary reading, decompressing by magic bytes (not by extension)."""
+def _open_raw(path: str):
+    if is_url(path):
+        import fsspec
+        return fsspec.open(path, "rb").open()
+    return open(path, "rb")
+
+
+def compression(path: str):
+    """The opener of the compression ``path``'s first bytes show (gzip, bz2, xz), or None."""
     try:
-        with open(path, "rb") as fh:
+        with _open_raw(path) as fh:
             head = fh.read(6)
     except OSError as exc:
         raise CorpusError(f"cannot read corpus {path}: {exc.strerror or exc}") from None
-    for magic, opener in _MAGIC:
-        if head.startswith(magic):
-            return opener(path, "rb")
-    return open(path, "rb")
+    return next((opener for magic, opener in _MAGIC if head.startswith(magic)), None)
+
+
+def open_binary(path: str):
+    """Open a file (or an fsspec URL) for binary reading, decompressing by magic bytes (not by
+    extension)."""
+    opener = compression(path)
+    if opener is None:
+        return _open_raw(path)
+    return opener(_open_raw(path) if is_url(path) else path, "rb")
 
 
 @dataclass
@@ -122,6 +156,10 @@ class Corpus:
         """Size on disk (compressed where compressed): a progress denominator for the first pass."""
         return sum(os.path.getsize(f) for f in self.files)
 
+    def _open(self, path):
+        """The binary stream of one of ``files`` (a subclass may read a part of a file)."""
+        return open_binary(path)
+
     def __iter__(self) -> Iterator[List[str]]:
         self.stats = CorpusStats(paths=list(self.files))
         for path in self.files:
@@ -138,7 +176,7 @@ class Corpus:
         first = True
         cuts_before = stats.long_tokens_cut
         try:
-            with open_binary(path) as fh:
+            with self._open(path) as fh:
                 while True:
                     raw = fh.read(self.block_bytes)
                     if first:

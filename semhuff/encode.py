@@ -2,28 +2,25 @@
 
 The first epoch tokenises the text and maps words to ids (out-of-vocabulary words are dropped
 before windowing, as word2vec and gensim do); the chunks are also appended to a temporary cache
-file, so later epochs read ids from disk instead of re-tokenising in Python while the kernels
-wait. Memory holds a few chunks at most, whatever the corpus size.
+file (``id_cache.py``: where, how big, what happens when the disk fills), so later epochs read
+ids from disk instead of re-tokenising in Python while the kernels wait. Memory holds a few
+chunks at most, whatever the corpus size.
 """
 from __future__ import annotations
 
 import logging
-import os
-import tempfile
 from itertools import repeat
-from typing import Dict, Iterable, Iterator, List, NamedTuple, Optional
+from typing import Dict, Iterable, Iterator, List
 
 import numpy as np
+
+from .corpus import is_one_shot
+from .errors import CacheSpaceError
+from .id_cache import Chunk, IdCache
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_CHUNK_WORDS = 100_000
-
-
-class Chunk(NamedTuple):
-    ids: np.ndarray       # int32 token ids, sentences concatenated
-    bounds: np.ndarray    # int64 end offset of each sentence in ``ids``
-    raw_tokens: int       # tokens read from the corpus for this chunk, OOV included
 
 
 def encode_chunks(sentences: Iterable[List[str]], index: Dict[str, int],
@@ -52,47 +49,24 @@ def _encode(tokens, ends, get) -> Chunk:
     return Chunk(raw[known], bounds, len(tokens))
 
 
-class ChunkCache:
-    """Chunks appended to an anonymous temp file and read back in order, one at a time."""
-
-    _HEADER = 3  # int64 words: len(ids), len(bounds), raw_tokens
-
-    def __init__(self, directory: Optional[str] = None):
-        self._fh = tempfile.TemporaryFile(prefix="semhuff-ids-", dir=directory)
-        self.chunks = 0
-        self.complete = False
-
-    def append(self, chunk: Chunk) -> None:
-        header = np.array([len(chunk.ids), len(chunk.bounds), chunk.raw_tokens], dtype=np.int64)
-        header.tofile(self._fh)
-        np.ascontiguousarray(chunk.ids, dtype=np.int32).tofile(self._fh)
-        np.ascontiguousarray(chunk.bounds, dtype=np.int64).tofile(self._fh)
-        self.chunks += 1
-
-    def __iter__(self) -> Iterator[Chunk]:
-        self._fh.flush()
-        self._fh.seek(0)
-        for _ in range(self.chunks):
-            n_ids, n_bounds, raw = np.fromfile(self._fh, dtype=np.int64, count=self._HEADER)
-            ids = np.fromfile(self._fh, dtype=np.int32, count=int(n_ids))
-            bounds = np.fromfile(self._fh, dtype=np.int64, count=int(n_bounds))
-            yield Chunk(ids, bounds, int(raw))
-        self._fh.seek(0, os.SEEK_END)
-
-    def close(self) -> None:
-        self._fh.close()
-
-
 class EpochSource:
     """Yields each epoch's chunks: from the corpus the first time (filling the cache), from the
-    cache afterwards. With ``use_cache=False`` every epoch re-reads the corpus."""
+    cache afterwards. With ``use_cache=False`` every epoch re-reads the corpus, and so do the
+    epochs after a cache that ran out of disk space (a one-shot corpus cannot be re-read: then
+    that is an error)."""
 
     def __init__(self, sentences, index, chunk_words=DEFAULT_CHUNK_WORDS, use_cache=True,
                  cache_dir=None):
         self.sentences = sentences
         self.index = index
         self.chunk_words = chunk_words
-        self.cache = ChunkCache(cache_dir) if use_cache else None
+        self.cache = IdCache(cache_dir) if use_cache else None
+        self._dropped_bytes = 0  # what a cache that ran out of space had written
+
+    @property
+    def cache_bytes(self) -> int:
+        """Disk the id cache takes (or took, before it was dropped)."""
+        return self.cache.bytes if self.cache is not None else self._dropped_bytes
 
     def epoch(self) -> Iterator[Chunk]:
         if self.cache is not None and self.cache.complete:
@@ -100,10 +74,25 @@ class EpochSource:
             return
         for chunk in self._first_pass():
             if self.cache is not None:
-                self.cache.append(chunk)
+                self._append(chunk)
             yield chunk
         if self.cache is not None:
             self.cache.complete = True
+            logger.info("id cache complete: %d chunks, %.1f MB in %s (unnamed: freed when the "
+                        "run ends)", self.cache.chunks, self.cache.bytes / 1e6, self.cache.directory)
+
+    def _append(self, chunk: Chunk) -> None:
+        try:
+            self.cache.append(chunk)
+        except CacheSpaceError as exc:
+            self._dropped_bytes = self.cache.bytes
+            self.cache.close()
+            self.cache = None
+            if is_one_shot(self.sentences):
+                raise CacheSpaceError(f"{exc}; the corpus is a one-shot iterator, so later epochs "
+                                      f"cannot re-read it instead") from None
+            logger.warning("%s; caching stopped and its space freed: later epochs re-read and "
+                           "re-tokenise the corpus (slower)", exc)
 
     def _first_pass(self) -> Iterator[Chunk]:
         """Tokenising in compiled code where the corpus allows it (``fastscan``), with the same
@@ -117,4 +106,9 @@ class EpochSource:
 
     def close(self):
         if self.cache is not None:
+            self._dropped_bytes = self.cache.bytes
             self.cache.close()
+            self.cache = None
+
+
+ChunkCache = IdCache  # the name before the cache moved to id_cache.py

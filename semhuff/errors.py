@@ -52,3 +52,11 @@ class TrainingDiverged(SemhuffError):
 
 class UnsupportedArgument(OptionError, ValueError):
     """A gensim argument (or value) that semhuff.gensim cannot honour: refused, never ignored."""
+
+
+class CacheSpaceError(SemhuffError):
+    """The first epoch's id cache cannot be written: no room in its folder (``--tmp-dir``)."""
+
+
+class CheckpointError(SemhuffError):
+    """A checkpoint cannot be resumed: not a checkpoint, another corpus, conflicting options."""

@@ -107,6 +107,14 @@ class HookSchedule:
                 self.next_at[id(hook)] = (words // hook.every_words + 1) * hook.every_words
         return out
 
+    def resume(self, words: int) -> None:
+        """Continue a run whose hooks due at ``words`` have run (a checkpoint's position):
+        each hook's next boundary is its first multiple of K after ``words``. The recent
+        chunks start empty."""
+        for hook in self.hooks:
+            if hook.every_words:
+                self.next_at[id(hook)] = (words // hook.every_words + 1) * hook.every_words
+
     def remember(self, chunk) -> None:
         if not self.keep_words:
             return

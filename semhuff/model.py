@@ -97,7 +97,8 @@ class Word2Vec:
                  seed: int = 1,
                  max_sentence_length: int = DEFAULT_MAX_SENTENCE_LENGTH,
                  chunk_words: int = 100_000, progress: bool = True,
-                 hooks: Sequence[Hook] = ()):
+                 hooks: Sequence[Hook] = (), tmp_dir: Optional[str] = None,
+                 cache_ids: bool = True, dask=None):
         workers = default_workers() if workers is None else workers
         _check_options(vector_size, window, min_count, sample, alpha, min_alpha, epochs,
                        workers, loss, negative, hs_order, max_sentence_length, max_vocab_size)
@@ -130,6 +131,9 @@ class Word2Vec:
         self.chunk_words = int(chunk_words)
         self.progress = progress
         self.hooks = list(hooks)
+        self.tmp_dir = tmp_dir      # where the first epoch's id cache goes (None: TMPDIR);
+        self.cache_ids = bool(cache_ids)  # both belong to this machine: not saved
+        self.dask = dask  # train on a Dask cluster (semhuff.distributed): an address, local:N, ...
         self.vocab: Optional[Vocab] = None
         self.syn0: Optional[np.ndarray] = None
         self.layer: Optional[OutputLayer] = None
@@ -150,6 +154,9 @@ class Word2Vec:
     def build_vocab(self, sentences) -> Vocab:
         """Scan the corpus, then ``set_vocab``: the vocabulary, the output layer (its tree) and
         freshly initialised weights."""
+        if self.dask is not None:
+            from .distributed import vocab_for
+            return self.set_vocab(vocab_for(self, sentences))
         corpus = as_corpus(sentences, self.max_sentence_length)
         bar = _scan_bar(self.progress)
         try:
@@ -199,12 +206,16 @@ class Word2Vec:
         return device.open(self.syn0, self.layer, self.workers if workers is None else workers)
 
     def train(self, sentences=None, epochs: Optional[int] = None, corpus_file=None,
-              hooks: Sequence[Hook] = (), words_per_epoch: Optional[int] = None) -> TrainReport:
+              hooks: Sequence[Hook] = (), words_per_epoch: Optional[int] = None,
+              checkpoint: Optional[str] = None, checkpoint_every: float = 30.0,
+              _resume=None) -> TrainReport:
         """Train (or keep training) on ``sentences``; the learning rate decays linearly from
         ``alpha`` to ``min_alpha`` over these ``epochs``, which hold ``words_per_epoch``
         in-vocabulary words each (default: as many as the corpus the vocabulary was built from).
         Returns the ``TrainReport``. A run whose loss or weights become non-finite raises
-        ``TrainingDiverged``."""
+        ``TrainingDiverged``. ``checkpoint``: a file written (atomically) every
+        ``checkpoint_every`` minutes and at the end, from which ``Word2Vec.resume`` continues
+        a killed run (``semhuff.checkpoint``)."""
         if self.vocab is None:
             raise SemhuffError("build_vocab() must run before train()")
         source = sentences if sentences is not None else corpus_file
@@ -218,7 +229,8 @@ class Word2Vec:
                                  window=self.window, alpha=self.alpha,
                                  min_alpha=self.min_alpha, epochs=epochs,
                                  seed=self.seed + self.train_calls, chunk_words=self.chunk_words,
-                                 progress=self.progress)
+                                 progress=self.progress, cache_ids=self.cache_ids,
+                                 tmp_dir=self.tmp_dir)
         logger.info("training %s, %s, dim %d, window %d, %d epochs, %d workers on %s%s",
                     "skip-gram" if self.sg else "CBOW", self.layer.describe(), self.vector_size,
                     self.window, epochs, self.workers, self.device,
@@ -226,14 +238,23 @@ class Word2Vec:
         retained, raw = self.vocab.retained_tokens, self.vocab.total_tokens
         if words_per_epoch is not None:
             retained, raw = max(1, int(words_per_epoch)), max(1, int(words_per_epoch * raw / retained))
-        session = self._session()
-        try:
-            report = train(session, self.vocab.keep_thresholds(self.sample), corpus,
-                           self.vocab.index, retained, raw, settings, self.vocab.counts,
-                           hooks=list(self.hooks) + list(hooks))
-        finally:
-            session.close()
-            self._wv = None
+        saver = None
+        if checkpoint is not None:
+            from .checkpoint import Checkpointer
+            saver = Checkpointer(self, checkpoint, checkpoint_every, corpus, epochs, words_per_epoch)
+        if self.dask is not None:
+            from .distributed import train_model
+            report = train_model(self, corpus, epochs, words_per_epoch, saver, hooks, _resume)
+        else:
+            session = self._session()
+            try:
+                report = train(session, self.vocab.keep_thresholds(self.sample), corpus,
+                               self.vocab.index, retained, raw, settings, self.vocab.counts,
+                               hooks=list(self.hooks) + list(hooks), checkpoint=saver,
+                               start=_resume)
+            finally:
+                session.close()
+        self._wv = None
         if report.raw_words == 0:
             hint = (" (it is a one-shot iterator: was it consumed already?)"
                     if is_one_shot(source) else "")
@@ -243,8 +264,17 @@ class Word2Vec:
                                    f"(learning rate {self.alpha} too high?)")
         self.reports.append(report)
         self.train_calls += 1
+        if saver is not None:
+            saver.finish(report)
         logger.info("%s", report.summary())
         return report
+
+    @classmethod
+    def resume(cls, checkpoint: str, sentences=None, **options) -> "Word2Vec":
+        """Continue the killed ``train()`` call a checkpoint file holds (``semhuff.checkpoint.
+        resume``: ``sentences`` defaults to the files it was training on)."""
+        from .checkpoint import resume
+        return resume(checkpoint, sentences, **options)
 
     def score(self, sentences, workers: Optional[int] = None, clusters: bool = False) -> ScoreReport:
         """Mean negative log-likelihood per prediction and perplexity of held-out text (full
@@ -293,6 +323,12 @@ class Word2Vec:
         """The full model as one ``.npz`` file: settings, vocabulary, input vectors and the
         output layer's complete state (``layer.config()`` and ``layer.arrays()``), so
         ``Word2Vec.load`` gives the same layer with the same state and training continues."""
+        arrays = self._arrays()
+        with atomic_output(path) as fh:
+            np.savez(fh, **arrays)
+
+    def _arrays(self) -> dict:
+        """What ``save`` writes (a checkpoint adds its position)."""
         if self.layer is None:
             raise SemhuffError("the model has nothing to save yet: build_vocab() first")
         meta = {"format_version": MODEL_FORMAT_VERSION, "params": self.params(),
@@ -303,8 +339,7 @@ class Word2Vec:
                   "vocab_words": _pack_words(self.vocab.words),
                   "meta": np.array(json.dumps(meta))}
         arrays.update({_LAYER_PREFIX + k: v for k, v in self.layer.arrays().items()})
-        with atomic_output(path) as fh:
-            np.savez(fh, **arrays)
+        return arrays
 
     @classmethod
     def load(cls, path: str, progress: bool = True) -> "Word2Vec":

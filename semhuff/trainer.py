@@ -7,14 +7,21 @@ finite stops the run (``TrainingDiverged``): a diverged model is a failure, neve
 
 Reproducibility: every chunk's random stream is seeded from (seed, epoch, chunk number), never
 from the thread that runs it, so ``workers=1`` with a seed is bit-for-bit reproducible.
+
+Checkpoints (``checkpoint.py``): at a chunk boundary, after the hooks due there, a due
+checkpoint waits until nothing is in flight and is handed the ``Position``; a run started from a
+``Position`` re-reads the epoch in progress (refilling the id cache), skips the chunks already
+trained (checking that they are the same ids) and goes on as the killed run would have.
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import queue
 import threading
 import time
+import zlib
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator, List, Optional, Sequence
 
@@ -22,8 +29,9 @@ import numpy as np
 
 from .devices import Plan
 from .encode import DEFAULT_CHUNK_WORDS, EpochSource
-from .errors import TrainingDiverged
+from .errors import CheckpointError, TrainingDiverged
 from .hooks import Hook, HookContext, HookSchedule
+from .id_cache import cache_dir, check_space, estimate_bytes
 from .kernels.common import mix_seed
 
 logger = logging.getLogger(__name__)
@@ -41,6 +49,7 @@ class TrainSettings:
     chunk_words: int = DEFAULT_CHUNK_WORDS
     cache_ids: bool = True
     progress: bool = True
+    tmp_dir: Optional[str] = None  # the id cache's folder (None: TMPDIR)
 
 
 @dataclass
@@ -78,6 +87,15 @@ class TrainReport:
     epochs: List[EpochStats] = field(default_factory=list)
     chunks: List[ChunkStats] = field(default_factory=list)
     device_stats: dict = field(default_factory=dict)  # what the session measured (a GPU's)
+    id_cache_bytes: int = 0       # disk the first epoch's id cache took (0: none)
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "TrainReport":
+        return cls(**{**d, "epochs": [EpochStats(**e) for e in d["epochs"]],
+                      "chunks": [ChunkStats(**c) for c in d["chunks"]]})
 
     @property
     def raw_words(self) -> int:
@@ -105,11 +123,33 @@ class TrainReport:
                 f"{', '.join(losses)}{hooks}")
 
 
-class _Job:
-    __slots__ = ("epoch", "number", "chunk", "words_before")
+@dataclass
+class Position:
+    """Where a ``train()`` call stands at a chunk boundary with nothing in flight: everything a
+    continuation needs besides the model (JSON-able, saved in a checkpoint)."""
 
-    def __init__(self, epoch, number, chunk, words_before):
+    epoch: int          # the epoch in progress (0-based)
+    chunk: int          # the next chunk's number in it
+    words_before: int   # that chunk's position in the call (the learning-rate decay)
+    words_done: int     # in-vocabulary words finished in this call (the hooks' progress)
+    digest: int         # crc32 of the ids and bounds of the epoch's chunks before ``chunk``
+    epoch_seconds: float
+    report: dict        # the ``TrainReport`` so far
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def chunk_digest(chunk, digest: int = 0) -> int:
+    return zlib.crc32(chunk.bounds, zlib.crc32(chunk.ids, digest))
+
+
+class _Job:
+    __slots__ = ("epoch", "number", "chunk", "words_before", "digest")
+
+    def __init__(self, epoch, number, chunk, words_before, digest=0):
         self.epoch, self.number, self.chunk, self.words_before = epoch, number, chunk, words_before
+        self.digest = digest  # of the epoch's chunks before this one
 
 
 class WorkerPool:
@@ -228,21 +268,32 @@ def run_chunks(session, jobs: Iterable, run, handle, max_in_flight: int,
 
 def train(session, keep_thr: np.ndarray, sentences, index, retained_tokens: int,
           raw_tokens_per_epoch: int, settings: TrainSettings, counts: np.ndarray,
-          hooks: Sequence[Hook] = ()) -> TrainReport:
-    """Train the session's weights in place over ``settings.epochs`` passes."""
+          hooks: Sequence[Hook] = (), checkpoint=None, start: Optional[Position] = None
+          ) -> TrainReport:
+    """Train the session's weights in place over ``settings.epochs`` passes. ``checkpoint``:
+    an object with ``due()`` and ``write(position)`` (``checkpoint.Checkpointer``); ``start``:
+    the ``Position`` of a checkpoint to continue from."""
     s = settings
     total_words = max(1, s.epochs * retained_tokens)
     plan = Plan(sg=s.sg, keep_thr=keep_thr, window=s.window, reduce_window=True, alpha=s.alpha,
                 min_alpha=s.min_alpha, total_words=total_words, cbow_mean=s.cbow_mean)
     layer = session.layer
     schedule = HookSchedule(list(layer.hooks()) + list(hooks))
-    source = EpochSource(sentences, index, s.chunk_words, use_cache=s.cache_ids)
-    report = TrainReport(compile_seconds=session.warm_up(plan))
+    first_epoch = start.epoch if start is not None else 0
+    use_cache = s.cache_ids and s.epochs - first_epoch >= 2  # the cache is read at least once
+    if use_cache:
+        check_space(cache_dir(s.tmp_dir), estimate_bytes(retained_tokens, s.chunk_words))
+    source = EpochSource(sentences, index, s.chunk_words, use_cache=use_cache,
+                         cache_dir=s.tmp_dir)
+    report = TrainReport.from_dict(start.report) if start is not None else TrainReport()
+    report.compile_seconds += session.warm_up(plan)
     if report.compile_seconds >= 0.05:
         logger.info("training kernel ready in %.2f s (compiled once per machine, then loaded "
                     "from numba's cache)", report.compile_seconds)
     bar = _progress_bar(s.epochs * raw_tokens_per_epoch, s.progress)
-    state = {"epoch": 0, "done": 0}
+    bar.update(report.raw_words)
+    state = {"epoch": first_epoch, "done": start.words_done if start is not None else 0}
+    seconds_before = report.seconds
     keep_prob = keep_thr.astype(np.float64) / 2.0 ** 32
 
     def context(recent=()) -> HookContext:
@@ -276,7 +327,7 @@ def train(session, keep_thr: np.ndarray, sentences, index, retained_tokens: int,
         stats.trained_words += trained
         stats.raw_words += job.chunk.raw_tokens
         report.chunks.append(ChunkStats(job.epoch, job.number, job.chunk.raw_tokens, trained, pairs,
-                                        loss, time.perf_counter() - started))
+                                        loss, seconds_before + time.perf_counter() - started))
         state["done"] += len(job.chunk.ids)
         bar.update(job.chunk.raw_tokens)
         bar.set_postfix_str(f"epoch {job.epoch + 1}/{s.epochs} loss {stats.loss_per_pair:.4f}",
@@ -287,40 +338,75 @@ def train(session, keep_thr: np.ndarray, sentences, index, retained_tokens: int,
         if due:
             drain()
             call_hooks("on_words", due, schedule.take_recent())
+        if checkpoint is not None and checkpoint.due():
+            drain()
+            session.to_host()
+            report.seconds = seconds_before + time.perf_counter() - started
+            checkpoint.write(Position(job.epoch, job.number, job.words_before, state["done"],
+                                      job.digest, time.perf_counter() - epoch_started[0],
+                                      report.to_dict()))
         schedule.remember(job.chunk)
 
     def run(job):
         return session.train_chunk(plan, job.chunk, job.words_before,
                                    mix_seed(s.seed, job.epoch, job.number))
 
-    def jobs(epoch, words_before):
+    def jobs(epoch, words_before, skip=None):
+        digest, number = 0, -1
         for number, chunk in enumerate(prefetch(source.epoch(), 2 * session.concurrency)):
-            yield _Job(epoch, number, chunk, words_before)
+            if skip is not None and number <= skip.chunk:
+                if number == skip.chunk:
+                    _check_resumed(skip, digest, words_before)
+                else:  # trained before the checkpoint: only read (and cached)
+                    digest = chunk_digest(chunk, digest)
+                    words_before += len(chunk.ids)
+                    continue
+            yield _Job(epoch, number, chunk, words_before, digest)
+            digest = chunk_digest(chunk, digest)
             words_before += len(chunk.ids)
+        if skip is not None and number < skip.chunk:
+            raise CheckpointError(f"the corpus ended after {number + 1} chunks of epoch "
+                                  f"{epoch + 1}; the checkpoint was taken at chunk {skip.chunk}: "
+                                  f"this is not the corpus it was trained on")
 
     started = time.perf_counter()
+    epoch_started = [started]
     try:
         call_hooks("on_train_begin")
-        for epoch in range(s.epochs):
+        if start is not None:
+            schedule.resume(start.words_before)
+        for epoch in range(first_epoch, s.epochs):
             state["epoch"] = epoch
-            report.epochs.append(EpochStats())
+            resumed = start is not None and epoch == start.epoch
+            if not resumed:
+                report.epochs.append(EpochStats())
             call_hooks("on_epoch_begin")
-            epoch_started = time.perf_counter()
-            run_chunks(session, jobs(epoch, epoch * retained_tokens), run, handle,
-                       2 * session.concurrency, before_submit)
+            epoch_started[0] = time.perf_counter() - (start.epoch_seconds if resumed else 0.0)
+            run_chunks(session, jobs(epoch, epoch * retained_tokens, start if resumed else None),
+                       run, handle, 2 * session.concurrency, before_submit)
             stats = report.epochs[-1]
-            stats.seconds = time.perf_counter() - epoch_started
+            stats.seconds = time.perf_counter() - epoch_started[0]
             logger.info("epoch %d: %d raw words, loss per prediction %.4f", epoch + 1,
                         stats.raw_words, stats.loss_per_pair)
             call_hooks("on_epoch_end")
         session.to_host()
         call_hooks("on_train_end")
     finally:
-        report.seconds = time.perf_counter() - started
+        report.seconds = seconds_before + time.perf_counter() - started
+        report.id_cache_bytes = max(report.id_cache_bytes, source.cache_bytes)
         report.device_stats = dict(getattr(session, "stats", {}))
         bar.close()
         source.close()
     return report
+
+
+def _check_resumed(at: Position, digest: int, words_before: int) -> None:
+    """The chunks read before the checkpoint's must be the ones it trained."""
+    if digest != at.digest or words_before != at.words_before:
+        raise CheckpointError(
+            f"the corpus differs from the one the checkpoint was trained on (its first "
+            f"{at.chunk} chunks of epoch {at.epoch + 1} are not the same ids); resume with the "
+            f"same corpus and vocabulary options")
 
 
 def _progress_bar(total: int, enabled: bool):

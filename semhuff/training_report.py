@@ -63,6 +63,7 @@ def report_dict(model, report: TrainReport, extra: Optional[dict] = None) -> dic
         "speed": {"raw_words": report.raw_words, "trained_words": report.trained_words,
                   "words_per_second": _per(report.raw_words, report.seconds),
                   "trained_words_per_second": _per(report.trained_words, report.seconds)},
+        "disk": {"id_cache_bytes": report.id_cache_bytes},
         "epochs": epochs,
         "chunks": chunks,
         **{k: v for k, v in (extra or {}).items() if k != "timings"},

@@ -40,11 +40,17 @@ def scan_counts(
         if progress is not None:
             progress(len(tokens))
         if max_vocab_size is not None and len(counts) > max_vocab_size:
-            for word in [w for w, c in counts.items() if c <= min_reduce]:
-                del counts[word]
-            logger.info("pruned vocabulary to %d words (counts <= %d dropped)", len(counts), min_reduce)
-            min_reduce += 1
+            min_reduce = prune_counts(counts, min_reduce)
     return counts, total, min_reduce
+
+
+def prune_counts(counts: Counter, min_reduce: int) -> int:
+    """word2vec.c's ReduceVocab: drop the words seen <= ``min_reduce`` times; the next
+    threshold."""
+    for word in [w for w, c in counts.items() if c <= min_reduce]:
+        del counts[word]
+    logger.info("pruned vocabulary to %d words (counts <= %d dropped)", len(counts), min_reduce)
+    return min_reduce + 1
 
 
 @dataclass

@@ -1,0 +1,149 @@
+"""Checkpoints: a killed ``train()`` call continues where it stopped.
+
+A checkpoint is a normal model file (``Word2Vec.load`` reads it: the weights, the output layer's
+whole state, the vocabulary, the settings, the number of finished ``train()`` calls, which sets
+the seed) plus one more entry, ``checkpoint``: what the call was (epochs, words per epoch, the
+corpus files) and where it stands (``trainer.Position``: epoch, next chunk, words done, the
+digest of the chunks already trained, the report so far). It is written at a chunk boundary
+with nothing in flight, every ``checkpoint_every`` minutes, to a temp file beside the target
+that is flushed to disk and renamed over it: a kill at any moment leaves the previous checkpoint
+or the new one, never a broken file. When the call ends a last checkpoint marks it complete.
+
+Resuming loads the model, re-reads the epoch in progress (the first-epoch id cache of the killed
+run is gone with it, so it is rebuilt from the corpus, the chunks already trained only read),
+checks that those chunks are the same ids, and trains the rest. The random streams are pure
+functions of (seed, epoch, chunk number) and the hooks' next boundaries are functions of the
+words done, so with ``workers=1`` the vectors at the end are bit-identical to an uninterrupted
+run's. Hooks see ``on_train_begin`` and ``on_epoch_begin`` again in the resumed process.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from typing import Optional
+
+import numpy as np
+
+from .corpus import Corpus
+from .errors import CheckpointError, ModelFileError, OptionError
+from .io_utils import atomic_output, check_writable
+from .trainer import Position, TrainReport
+
+logger = logging.getLogger(__name__)
+
+CHECKPOINT_VERSION = 1
+KEY = "checkpoint"
+
+
+class Checkpointer:
+    """Writes ``model`` and the position to ``path`` when ``due()`` (every ``every_minutes``;
+    0: at every chunk boundary)."""
+
+    def __init__(self, model, path, every_minutes: float, corpus, epochs: int,
+                 words_per_epoch: Optional[int]):
+        if not (isinstance(every_minutes, (int, float)) and every_minutes >= 0):
+            raise OptionError(f"checkpoint_every must be >= 0 minutes, got {every_minutes!r}")
+        self.model = model
+        self.path = os.fspath(path)
+        check_writable(self.path)
+        self.every = float(every_minutes) * 60.0
+        self.call = {"epochs": int(epochs), "words_per_epoch": words_per_epoch,
+                     "corpus": list(corpus.files) if isinstance(corpus, Corpus) else None,
+                     "checkpoint_every": float(every_minutes)}
+        self.last = time.monotonic()
+        self.written = 0
+
+    def due(self) -> bool:
+        return time.monotonic() - self.last >= self.every
+
+    def write(self, position, key: str = "position") -> None:
+        """``position``: a ``trainer.Position``, or (``key="dask"``) the dict of a Dask run."""
+        started = time.perf_counter()
+        self._write({key: position if isinstance(position, dict) else position.to_dict()})
+        self.last = time.monotonic()
+        logger.info("checkpoint %s (%.2f s)", self.path, time.perf_counter() - started)
+
+    def finish(self, report) -> None:
+        """The call has ended: the checkpoint holds the finished model and its report."""
+        self._write({"complete": True, "report": report.to_dict()})
+
+    def _write(self, state: dict) -> None:
+        arrays = self.model._arrays()
+        arrays[KEY] = np.array(json.dumps({"version": CHECKPOINT_VERSION, "call": self.call,
+                                           **state}))
+        with atomic_output(self.path) as fh:
+            np.savez(fh, **arrays)
+            fh.flush()
+            os.fsync(fh.fileno())  # on disk before the rename makes it the checkpoint
+        self.written += 1
+
+
+def read_state(path) -> dict:
+    """The ``checkpoint`` entry of a checkpoint file."""
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            if KEY not in data.files:
+                raise CheckpointError(f"{path} is a model file, not a checkpoint (--init-model "
+                                      f"continues training a model)")
+            state = json.loads(str(data[KEY]))
+    except (OSError, ValueError) as exc:
+        raise ModelFileError(f"not a semhuff checkpoint: {path} ({exc})") from None
+    if state.get("version") != CHECKPOINT_VERSION:
+        raise CheckpointError(f"{path}: checkpoint version {state.get('version')!r} is not "
+                              f"{CHECKPOINT_VERSION}")
+    return state
+
+
+def load(path, progress: bool = True):
+    """(model, state) of a checkpoint file."""
+    from .model import Word2Vec
+    state = read_state(path)
+    return Word2Vec.load(path, progress=progress), state
+
+
+_SAME = object()
+
+
+def resume(path, sentences=None, *, checkpoint=_SAME, checkpoint_every: Optional[float] = None,
+           model=None, state: Optional[dict] = None, progress: bool = True, **settings):
+    """Continue the ``train()`` call of checkpoint ``path`` on ``sentences`` (default: the files
+    it was training on) and return the model. Checkpoints go on being written to ``path``
+    every as many minutes as before, unless ``checkpoint`` (a path, or None: no more) and
+    ``checkpoint_every`` say otherwise. ``settings``: model attributes for this
+    process (``workers``, ``tmp_dir``, ``cache_ids``, ``hooks``; more workers than one give up
+    the bit-identical continuation). A checkpoint marked complete is returned as it is."""
+    if model is None:
+        model, state = load(path, progress)
+    for name, value in settings.items():
+        if not hasattr(model, name):
+            raise OptionError(f"resume() takes no setting {name!r}")
+        setattr(model, name, value)
+    if state.get("complete"):
+        logger.info("checkpoint %s: its training call had finished; nothing to resume", path)
+        model.reports.append(TrainReport.from_dict(state["report"]))
+        return model
+    call = state["call"]
+    if sentences is None:
+        if call["corpus"] is None:
+            raise CheckpointError(f"{path} was training on an iterable of sentences: pass the "
+                                  f"same sentences to resume it")
+        sentences = call["corpus"]
+    if "dask" in state:
+        if getattr(model, "dask", None) is None:
+            raise CheckpointError(f"{path} was written by a run on Dask: resume it on Dask "
+                                  f"(--dask, Word2Vec.resume(..., dask=...)) with as many workers")
+        position = state["dask"]
+    else:
+        if getattr(model, "dask", None) is not None:
+            raise CheckpointError(f"{path} was written by a run on one machine: resume it "
+                                  f"without Dask")
+        position = Position(**state["position"])
+    checkpoint = path if checkpoint is _SAME else checkpoint
+    if checkpoint_every is None:
+        checkpoint_every = call["checkpoint_every"]
+    logger.info("resuming %s", path)
+    model.train(sentences, epochs=call["epochs"], words_per_epoch=call["words_per_epoch"],
+                checkpoint=checkpoint, checkpoint_every=checkpoint_every, _resume=position)
+    return model
