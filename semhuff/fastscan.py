@@ -399,6 +399,8 @@ def scan(corpus: Corpus, max_vocab_size: Optional[int] = None, progress=None):
     """The vocabulary scan of a ``Corpus`` in compiled code: ``(Counter-like dict word ->
     count in first-seen order, total tokens, min_reduce)`` as ``vocab.scan_counts`` returns,
     or None when a file needs the Python path."""
+    if not _local_files(corpus):
+        return None
     table = Table()
     state = {"min_reduce": 1}
     total = 0
@@ -453,9 +455,20 @@ def _file_key(path: str):
     return (os.path.abspath(path), st.st_size, st.st_mtime_ns)
 
 
+def _local_files(corpus: Corpus) -> bool:
+    """A plain ``Corpus`` of local files: subclasses (byte-range splits) and URLs read their
+    own way, by the Python path."""
+    import os
+    from .corpus import is_url
+    return type(corpus) is Corpus and all(
+        isinstance(p, (str, os.PathLike)) and not is_url(str(p)) for p in corpus.files)
+
+
 def eligible(corpus: Corpus) -> bool:
     """Whether every file of ``corpus`` can be read here: known from an earlier scan, or checked
     now by one pass of UTF-8 validation (at decompression speed)."""
+    if not _local_files(corpus):
+        return False
     for path in corpus.files:
         key = _file_key(path)
         if key not in _ELIGIBLE:
