@@ -259,11 +259,11 @@ def build_parser() -> argparse.ArgumentParser:
     clusters.add_argument("model", help="a full model (.npz) with a clustered output layer")
     clusters.add_argument("words", nargs="*", help="show only the clusters of these words")
     clusters.add_argument("--top", type=_positive_int, default=12,
-                          help="members shown per cluster (default 12)")
+                          help="members shown per cluster")
     clusters.add_argument("--limit", type=_positive_int, default=20,
-                          help="clusters shown, heaviest first, without --sample or words (default 20)")
+                          help="clusters shown, heaviest first, without --sample or words")
     clusters.add_argument("--sample", type=_positive_int, help="show this many clusters at random")
-    clusters.add_argument("--seed", type=int, default=1, help="for --sample (default 1)")
+    clusters.add_argument("--seed", type=int, default=1, help="for --sample")
     clusters.add_argument("--plot", help="write the re-assignment history as a PNG (Fig. 1)")
     clusters.set_defaults(run=cmd_clusters)
     return parser

@@ -12,6 +12,7 @@ corpus with all threads.
 from __future__ import annotations
 
 import math
+import textwrap
 from typing import Dict, List, Optional
 
 import numpy as np
@@ -82,7 +83,8 @@ def plot_history(history: Dict[str, np.ndarray], path: str, title: str = "") -> 
     top.set_yscale("log")
     top.set_ylabel("held-out (sample)")
     top.legend()
-    top.set_title(title or "self-organized clusters while training")
+    top.set_title(textwrap.fill(title or "self-organized clusters while training", 70),
+                  fontsize=10)
     bottom.plot(words, 100 * history["changed_share"], marker=".", label="words that changed cluster")
     bottom.plot(words, 100 * history["changed_mass"], marker=".", label="their token mass")
     bottom.set_ylabel("% at each re-assignment")
