@@ -19,7 +19,7 @@ from .layers.hs import HierarchicalSoftmax
 from .scoring import ScoreReport, score
 from .trainer import TrainReport, TrainSettings, train
 from .tree import Tree
-from .vectors_io import resolve_format, save_keyed_vectors, to_keyed_vectors
+from .vectors_io import resolve_format, save_keyed_vectors, save_word2vec_binary, to_keyed_vectors
 from .vocab import Vocab
 
 logger = logging.getLogger(__name__)
@@ -382,6 +382,8 @@ class Word2Vec:
         fmt = resolve_format(path, fmt)
         if fmt == "model":
             self.save(path)
+        elif fmt == "binary":
+            save_word2vec_binary(self.vocab.words, self.syn0, path)
         else:
             save_keyed_vectors(self.wv, path, fmt)
         return fmt

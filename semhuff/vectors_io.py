@@ -274,6 +274,21 @@ def to_keyed_vectors(words: Sequence[str], counts, vectors: np.ndarray, copy: bo
     return kv
 
 
+def save_word2vec_binary(words: Sequence[str], vectors: np.ndarray, path: str) -> None:
+    """The word2vec binary format byte for byte as gensim's ``save_word2vec_format(binary=True)``
+    writes it (header, then each word, a space and its float32 row), without importing gensim:
+    its import is most of a short run's start-up. ``.gz`` / ``.bz2`` names are compressed."""
+    import bz2
+    import gzip
+    vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+    name = strip_compression(os.fspath(path).lower())
+    opener = {".gz": gzip.open, ".bz2": bz2.open}.get(os.fspath(path).lower()[len(name):], open)
+    with atomic_path(path) as tmp, opener(tmp, "wb") as fh:
+        fh.write(f"{len(words)} {vectors.shape[1]}\n".encode("utf8"))
+        for word, row in zip(words, vectors):
+            fh.write(f"{word} ".encode("utf8") + row.tobytes())
+
+
 def save_keyed_vectors(kv, path: str, fmt: str) -> None:
     """gensim formats (``kv``, ``text``, ``binary``), written to a temp file and renamed into
     place."""

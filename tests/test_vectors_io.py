@@ -91,3 +91,23 @@ def test_formats_and_objects(tmp_path, kv):
     kv.save_word2vec_format(str(tmp_path / "v.txt"))
     with pytest.raises(VectorsError, match="unknown vectors format"):
         read_vectors(tmp_path / "v.txt", fmt="pickle")
+
+
+@pytest.mark.parametrize("name", ["v.bin", "v.bin.gz", "v.bin.bz2"])
+def test_native_binary_writer_matches_gensims_bytes(tmp_path, name):
+    """semhuff writes .bin without gensim; the (decompressed) bytes are gensim's own, and words
+    with spaces-free unicode survive."""
+    from gensim import utils
+    from gensim.models import KeyedVectors
+
+    from semhuff.vectors_io import save_word2vec_binary
+    words = ["the", "naïve", "日本", "x"]
+    vectors = np.random.default_rng(3).normal(size=(4, 7)).astype(np.float32)
+    kv = KeyedVectors(7)
+    kv.add_vectors(words, vectors)
+    kv.save_word2vec_format(str(tmp_path / ("g_" + name)), binary=True)
+    save_word2vec_binary(words, vectors, str(tmp_path / name))
+    with utils.open(str(tmp_path / ("g_" + name)), "rb") as a, utils.open(str(tmp_path / name), "rb") as b:
+        assert a.read() == b.read()
+    back = KeyedVectors.load_word2vec_format(str(tmp_path / name), binary=True)
+    assert back.index_to_key == words and np.array_equal(back.vectors, vectors)
