@@ -76,6 +76,33 @@ class ChunkStats:
     pairs: int
     loss: float
     at_seconds: float  # since training started
+    count: int = 1     # chunks this record sums (long runs merge neighbours: see ``record_chunk``)
+
+
+MAX_CHUNK_RECORDS = 4096  # a billion tokens is ~20,000 chunks: the report must not grow with them
+
+
+def record_chunk(records: List[ChunkStats], new: ChunkStats, limit: int = MAX_CHUNK_RECORDS) -> None:
+    """Append ``new``; past ``limit`` records, merge neighbours of the same epoch pairwise (sums,
+    the later time), so the loss curve keeps its shape at half the resolution and the memory
+    and the report stay bounded however long the run."""
+    records.append(new)
+    if len(records) <= limit:
+        return
+    merged: List[ChunkStats] = []
+    i = 0
+    while i < len(records):
+        a = records[i]
+        b = records[i + 1] if i + 1 < len(records) else None
+        if b is not None and b.epoch == a.epoch:
+            merged.append(ChunkStats(a.epoch, a.number, a.raw_words + b.raw_words,
+                                     a.trained_words + b.trained_words, a.pairs + b.pairs,
+                                     a.loss + b.loss, b.at_seconds, a.count + b.count))
+            i += 2
+        else:
+            merged.append(a)
+            i += 1
+    records[:] = merged
 
 
 @dataclass
@@ -326,8 +353,9 @@ def train(session, keep_thr: np.ndarray, sentences, index, retained_tokens: int,
         stats.pairs += pairs
         stats.trained_words += trained
         stats.raw_words += job.chunk.raw_tokens
-        report.chunks.append(ChunkStats(job.epoch, job.number, job.chunk.raw_tokens, trained, pairs,
-                                        loss, seconds_before + time.perf_counter() - started))
+        record_chunk(report.chunks, ChunkStats(job.epoch, job.number, job.chunk.raw_tokens, trained,
+                                               pairs, loss,
+                                               seconds_before + time.perf_counter() - started))
         state["done"] += len(job.chunk.ids)
         bar.update(job.chunk.raw_tokens)
         bar.set_postfix_str(f"epoch {job.epoch + 1}/{s.epochs} loss {stats.loss_per_pair:.4f}",

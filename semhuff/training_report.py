@@ -46,7 +46,8 @@ def report_dict(model, report: TrainReport, extra: Optional[dict] = None) -> dic
     chunks = []
     for c in report.chunks:
         raw_done += c.raw_words
-        chunks.append({"epoch": c.epoch + 1, "chunk": c.number, "raw_words": c.raw_words,
+        chunks.append({"epoch": c.epoch + 1, "chunk": c.number, "chunks": c.count,
+                       "raw_words": c.raw_words,
                        "trained_words": c.trained_words, "predictions": c.pairs, "loss": c.loss,
                        "loss_per_prediction": _per(c.loss, c.pairs), "raw_words_done": raw_done,
                        "at_seconds": c.at_seconds})

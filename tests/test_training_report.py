@@ -2,6 +2,7 @@
 JSON, and a PNG of the curve beside it."""
 import json
 
+import numpy as np
 import pytest
 
 from semhuff import Corpus, Word2Vec
@@ -54,3 +55,27 @@ def test_unwritable_report_fails_before_training(tmp_path, capsys):
     code = train_main(["lee", "-o", str(tmp_path / "v.bin"), "--report", str(tmp_path / "no" / "r.json")])
     assert code == 2 and "does not exist" in capsys.readouterr().err
     assert not (tmp_path / "v.bin").exists()
+
+
+def test_chunk_records_stay_bounded_and_keep_the_sums():
+    """A billion-token run has ~20,000 chunks: past the limit neighbours of one epoch merge, so
+    the records (and the report) stay bounded, and every sum and epoch boundary survives."""
+    from semhuff.trainer import ChunkStats, record_chunk
+    records, limit = [], 64
+    rng = np.random.default_rng(0)
+    added = [ChunkStats(e, n, int(rng.integers(1, 1000)), 0, int(rng.integers(1, 50)),
+                        float(rng.random()), float(e * 1000 + n), 1)
+             for e in range(3) for n in range(500)]
+    for r in added:
+        record_chunk(records, r, limit)
+        assert len(records) <= limit
+    for e in range(3):
+        mine = [r for r in records if r.epoch == e]
+        theirs = [r for r in added if r.epoch == e]
+        assert sum(r.raw_words for r in mine) == sum(r.raw_words for r in theirs)
+        assert sum(r.pairs for r in mine) == sum(r.pairs for r in theirs)
+        assert sum(r.loss for r in mine) == pytest.approx(sum(r.loss for r in theirs))
+        assert sum(r.count for r in mine) == 500
+        assert mine[-1].at_seconds == theirs[-1].at_seconds
+    starts = [r.epoch * 1000 + r.number for r in records]
+    assert starts == sorted(starts)
