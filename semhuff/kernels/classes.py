@@ -70,6 +70,26 @@ def _softmax_logs(scores, n):
 
 
 @numba.njit(inline="always", nogil=True)
+def _softmax_both(scores, probs, n):
+    """``scores[:n]`` -> their log-softmax in place, ``probs[:n]`` -> the softmax, with one exp
+    an entry (training needs both: the log for q and the loss, the probability for the
+    gradient)."""
+    top = scores[0]
+    for i in range(1, n):
+        if scores[i] > top:
+            top = scores[i]
+    total = 0.0
+    for i in range(n):
+        probs[i] = np.exp(scores[i] - top)
+        total += probs[i]
+    lse = top + np.log(total)
+    inv = 1.0 / total
+    for i in range(n):
+        scores[i] -= lse
+        probs[i] *= inv
+
+
+@numba.njit(inline="always", nogil=True)
 def predict(h, w, weights, larg, alpha, err, state, D):
     """One two-level prediction of ``w`` from ``h``: cluster softmax, in-cluster softmax, their
     gradients (err = the input's error), and the q update. Returns (nll, state)."""
@@ -79,13 +99,15 @@ def predict(h, w, weights, larg, alpha, err, state, D):
     lo, hi = starts[c], starts[c + 1]
     n = hi - lo
     logp = np.empty(C, np.float64)
+    p = np.empty(C, np.float64)
     for j in range(C):
         logp[j] = _dot32(h, weights, j, D)
-    _softmax_logs(logp, C)
+    _softmax_both(logp, p, C)
     logq = np.empty(n, np.float64)
+    pq = np.empty(n, np.float64)
     for m in range(n):
         logq[m] = _dot32(h, weights, C + members[lo + m], D)
-    _softmax_logs(logq, n)
+    _softmax_both(logq, pq, n)
     nll = -logp[c]
     for m in range(n):
         if members[lo + m] == w:
@@ -97,13 +119,13 @@ def predict(h, w, weights, larg, alpha, err, state, D):
     for d in range(D):
         err[d] = 0.0
     for j in range(C):
-        g = np.float32(((1.0 if j == c else 0.0) - np.exp(logp[j])) * alpha)
+        g = np.float32(((1.0 if j == c else 0.0) - p[j]) * alpha)
         for d in range(D):
             err[d] += g * weights[j, d]
             weights[j, d] += g * h[d]
     for m in range(n):
         v = members[lo + m]
-        g = np.float32(((1.0 if v == w else 0.0) - np.exp(logq[m])) * alpha)
+        g = np.float32(((1.0 if v == w else 0.0) - pq[m]) * alpha)
         row = C + v
         for d in range(D):
             err[d] += g * weights[row, d]
