@@ -497,3 +497,8 @@ def test_clustered_layers_stay_on_the_cpu(host_backend, options):
     instead of training without it."""
     with pytest.raises(DeviceError, match="cannot run on device 'cuda'"):
         Word2Vec(SENTENCES, device="cuda", backend="host", **{**TINY, **options})
+
+
+def test_dask_refuses_the_gpu(host_backend, lee_path):
+    with pytest.raises(OptionError, match="cannot be combined with --dask"):
+        Word2Vec(lee_path, device="cuda", backend="host", dask="local:1", progress=False)

@@ -157,6 +157,9 @@ def train_model(model, corpus, epochs: int, words_per_epoch, checkpoint, hooks,
 
 
 def _runtime(model) -> Runtime:
+    if model.device != "cpu":  # the shards train with the CPU session
+        raise OptionError(f"training on Dask runs on the workers' CPUs: --device "
+                          f"{model.device} cannot be combined with --dask")
     runtime = getattr(model, "_dask_runtime", None)
     if runtime is None:
         runtime = model._dask_runtime = Runtime(as_training(model.dask))
