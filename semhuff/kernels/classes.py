@@ -55,21 +55,6 @@ def _log_sigmoid_fast(s):
 
 
 @numba.njit(inline="always", nogil=True)
-def _softmax_logs(scores, n):
-    """log of the softmax of ``scores[:n]``, in place; float64."""
-    top = scores[0]
-    for i in range(1, n):
-        if scores[i] > top:
-            top = scores[i]
-    total = 0.0
-    for i in range(n):
-        total += np.exp(scores[i] - top)
-    lse = top + np.log(total)
-    for i in range(n):
-        scores[i] -= lse
-
-
-@numba.njit(inline="always", nogil=True)
 def _softmax_both(scores, probs, n):
     """``scores[:n]`` -> their log-softmax in place, ``probs[:n]`` -> the softmax, with one exp
     an entry (training needs both: the log for q and the loss, the probability for the
@@ -143,7 +128,7 @@ def score(h, w, weights, larg, D):
     logp = np.empty(C, np.float64)
     for j in range(C):
         logp[j] = _dot(h, weights, j, D)
-    _softmax_logs(logp, C)
+    _softmax_both(logp, np.empty(C, np.float64), C)
     nll = -logp[c]
     if part == 0:
         lo, hi = starts[c], starts[c + 1]
@@ -153,7 +138,7 @@ def score(h, w, weights, larg, D):
             logq[m] = _dot(h, weights, C + members[lo + m], D)
             if members[lo + m] == w:
                 at = m
-        _softmax_logs(logq, hi - lo)
+        _softmax_both(logq, np.empty(hi - lo, np.float64), hi - lo)
         nll -= logq[at]
     return nll
 
