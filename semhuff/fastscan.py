@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 from typing import Iterator, List, Optional, Tuple
 
 import numba
 import numpy as np
 
-from .corpus import BLOCK_BYTES, _MAX_TOKEN_CHARS, Corpus, _reject_binary, open_binary
+from .corpus import BLOCK_BYTES, _MAX_TOKEN_CHARS, Corpus, _reject_binary, is_url, open_binary
 from .encode import Chunk
 
 logger = logging.getLogger(__name__)
@@ -227,6 +228,17 @@ def _insert_all(blob, starts, lengths, slots, key_start, key_len, hashes, values
 
 COUNT, ENCODE = 0, 1
 DONE, GROW, PRUNE, CHUNK = 0, 1, 2, 3
+GO = -1  # a piece ended and scanning goes on
+
+
+@numba.njit(inline="always", nogil=True)
+def _end_piece(mode, prune_at, n_entries, bounds, nb, k, raw, chunk_words):
+    """A piece ends: COUNT stops for pruning past ``prune_at`` entries; ENCODE closes the piece
+    in the chunk and stops when the chunk holds ``chunk_words`` raw tokens. (nb, status)"""
+    if mode == COUNT:
+        return nb, (PRUNE if prune_at > 0 and n_entries > prune_at else GO)
+    bounds[nb] = k
+    return nb + 1, (CHUNK if raw >= chunk_words else GO)
 
 
 @functools.lru_cache(maxsize=None)
@@ -277,36 +289,21 @@ def _scanner(mode: int):
                 pending += 1
                 if pending == limit:  # a piece cut from a long line
                     pending = 0
-                    if MODE == COUNT:
-                        if prune_at > 0 and n_entries > prune_at:
-                            return i, pending, n_entries, used, k, nb, raw, PRUNE
-                    else:
-                        bounds[nb] = k
-                        nb += 1
-                        if raw >= chunk_words:
-                            return i, pending, n_entries, used, k, nb, raw, CHUNK
+                    nb, status = _end_piece(MODE, prune_at, n_entries, bounds, nb, k, raw, chunk_words)
+                    if status != GO:
+                        return i, pending, n_entries, used, k, nb, raw, status
                 continue
             i += step
             if b == 10 and pending > 0:  # a line (piece) ends
                 pending = 0
-                if MODE == COUNT:
-                    if prune_at > 0 and n_entries > prune_at:
-                        return i, pending, n_entries, used, k, nb, raw, PRUNE
-                else:
-                    bounds[nb] = k
-                    nb += 1
-                    if raw >= chunk_words:
-                        return i, pending, n_entries, used, k, nb, raw, CHUNK
+                nb, status = _end_piece(MODE, prune_at, n_entries, bounds, nb, k, raw, chunk_words)
+                if status != GO:
+                    return i, pending, n_entries, used, k, nb, raw, status
         if final and pending > 0:  # the file's end ends its last line
             pending = 0
-            if MODE == COUNT:
-                if prune_at > 0 and n_entries > prune_at:
-                    return n, pending, n_entries, used, k, nb, raw, PRUNE
-            else:
-                bounds[nb] = k
-                nb += 1
-                if raw >= chunk_words:
-                    return n, pending, n_entries, used, k, nb, raw, CHUNK
+            nb, status = _end_piece(MODE, prune_at, n_entries, bounds, nb, k, raw, chunk_words)
+            if status != GO:
+                return n, pending, n_entries, used, k, nb, raw, status
         return n, pending, n_entries, used, k, nb, raw, DONE
 
     return numba.njit(cache=True, nogil=True)(scan)
@@ -450,7 +447,6 @@ _ELIGIBLE = {}  # (path, size, mtime) -> bool
 
 
 def _file_key(path: str):
-    import os
     st = os.stat(path)
     return (os.path.abspath(path), st.st_size, st.st_mtime_ns)
 
@@ -458,8 +454,6 @@ def _file_key(path: str):
 def _local_files(corpus: Corpus) -> bool:
     """A plain ``Corpus`` of local files: subclasses (byte-range splits) and URLs read their
     own way, by the Python path."""
-    import os
-    from .corpus import is_url
     return type(corpus) is Corpus and all(
         isinstance(p, (str, os.PathLike)) and not is_url(str(p)) for p in corpus.files)
 

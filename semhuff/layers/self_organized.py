@@ -41,7 +41,7 @@ def top_part(tree: Tree, cluster_of: np.ndarray, cluster_depth: np.ndarray
     ``top_child[i, b]`` the index of its b-child among them, or ``-(cluster + 1)`` where the
     child is a cluster's subtree (for a one-word cluster, the word's leaf)."""
     V = tree.n_words
-    roots = subtree_roots(tree.parent, cluster_depth.astype(np.int64))
+    roots = subtree_roots(tree.parent, tree.lengths, cluster_depth.astype(np.int64))
     cluster_at = dict(zip(roots.tolist(), np.asarray(cluster_of).tolist()))
     if tree.root in cluster_at:  # a single cluster: no cluster part
         return np.zeros(0, np.int32), np.zeros((0, 2), np.int32)
@@ -62,19 +62,14 @@ def top_part(tree: Tree, cluster_of: np.ndarray, cluster_depth: np.ndarray
 
 
 @numba.njit(cache=True, nogil=True)
-def subtree_roots(parent, cluster_depth):
-    """Per word, the node ``cluster_depth[w]`` levels below the root on its path: the root of
-    its cluster's subtree."""
+def subtree_roots(parent, depth, cluster_depth):
+    """Per word, the node ``cluster_depth[w]`` levels below the root on its path (``depth[w]``
+    long: the tree's code lengths): the root of its cluster's subtree."""
     V = cluster_depth.shape[0]
     out = np.empty(V, np.int64)
     for w in range(V):
-        depth = 0
         node = w
-        while parent[node] >= 0:
-            depth += 1
-            node = parent[node]
-        node = w
-        for _ in range(depth - cluster_depth[w]):
+        for _ in range(depth[w] - cluster_depth[w]):
             node = parent[node]
         out[w] = node
     return out
@@ -113,7 +108,7 @@ def split_keys(tree: Tree, cluster_of: np.ndarray, cluster_depth: np.ndarray,
     """(n_inner, 2): random-key sums of the two leaf sets under every inner node of a tree from
     ``cluster_tree``: sets of clusters in the cluster part, sets of words inside the clusters."""
     V = tree.n_words
-    roots = subtree_roots(tree.parent, cluster_depth.astype(np.int64))
+    roots = subtree_roots(tree.parent, tree.lengths, cluster_depth.astype(np.int64))
     root_key = np.zeros(2 * V - 1, np.uint64)
     root_key[roots] = cluster_keys[cluster_of]
     n_top = np.unique(cluster_of).size - 1
