@@ -15,6 +15,7 @@ A device class lists its ``backends``; ``make_device(name, backend, **options)``
 """
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass
 from typing import Dict, Optional, Tuple, Type
@@ -22,6 +23,7 @@ from typing import Dict, Optional, Tuple, Type
 import numpy as np
 
 from .errors import DeviceError, OptionError
+from .kernels import loop
 
 
 @dataclass(frozen=True)
@@ -36,27 +38,114 @@ class Plan:
     min_alpha: float
     total_words: int       # input words of the whole call, for the learning-rate decay
     cbow_mean: bool = True # CBOW: mean of the contexts (word2vec) or their sum (gensim cbow_mean=0)
+    counts: Optional[np.ndarray] = None  # word counts: which output rows every thread writes
+
+
+class HotRows:
+    """Private copies, for each thread, of the output rows that every thread writes all the time
+    (the top of the tree, the most frequent words' rows).
+
+    Two Hogwild threads writing the same rows make their cores pass those cache lines back and
+    forth: on a 2-core machine two threads needed 1.6x the CPU time of one for the same work,
+    and 1.0x when each had its own output rows (``eval/bench_threads.py``,
+    docs/performance.md). So a thread trains a chunk on its own copies of the ``rows`` and then
+    merges what it changed, times ``share``, into the shared rows, under a lock; every other row
+    stays Hogwild. ``share = 1``: the shared rows get each thread's whole change (what Hogwild
+    would have done, a chunk late); ``1 / threads``: the changes are averaged.
+
+    The copies live below the layer's rows in one array (``weights``; the layer's ``weights``
+    become a view of its first rows), and a thread's kernel reaches them through an index map
+    (``remap``): one array and an index keep the kernels' loops vectorised."""
+
+    def __init__(self, layer, rows: np.ndarray, share: float, threads: int):
+        self.layer = layer
+        self.rows = np.asarray(rows, dtype=np.int64)
+        self.share = np.float32(share)
+        self.threads = int(threads)
+        self._lock = threading.Lock()
+        self._place()
+
+    def _place(self) -> None:
+        """Move the layer's weights into the array that also holds every thread's copies."""
+        shared = self.layer.weights
+        n, h = shared.shape[0], len(self.rows)
+        self.weights = np.empty((n + self.threads * h, shared.shape[1]), dtype=np.float32)
+        self.weights[:n] = shared
+        self.layer.weights = self.weights[:n]
+        self._free = list(range(self.threads))
+        self._maps = []
+        for t in range(self.threads):
+            remap = np.arange(n, dtype=np.int32)
+            remap[self.rows] = n + t * h + np.arange(h, dtype=np.int32)
+            self._maps.append(remap)
+        self._start = np.empty((self.threads, h, shared.shape[1]), dtype=np.float32)
+
+    def _copies(self, t: int) -> np.ndarray:
+        n, h = self.layer.weights.shape[0], len(self.rows)
+        return self.weights[n + t * h:n + (t + 1) * h]
+
+    def begin(self) -> tuple:
+        """(token, the kernel's ``hot`` map) for the calling thread, its copies fresh from the
+        shared rows."""
+        with self._lock:
+            if self.layer.weights.base is not self.weights:  # replaced (by a hook, between chunks)
+                self._place()
+            t = self._free.pop()
+            copies = self._copies(t)
+            np.take(self.layer.weights, self.rows, axis=0, out=copies)
+        self._start[t] = copies
+        return t, self._maps[t]
+
+    def end(self, t: int) -> None:
+        """Merge thread token ``t``'s change since ``begin`` into the shared rows."""
+        change = np.subtract(self._copies(t), self._start[t], out=self._start[t])
+        if self.share != 1:
+            change *= self.share
+        with self._lock:
+            self.layer.weights[self.rows] += change
+            self._free.append(t)
 
 
 class CpuSession:
     """Hogwild threads on the host arrays: the kernels release the GIL and update ``syn0`` and
     the layer's weights in place, without locks (word2vec's and gensim's way)."""
 
+    HOT_ROWS = None      # output rows each thread keeps private (``HotRows``); None: the
+                         # layer's ``HOT_ROWS``, 0: none
+    HOT_SHARE = None     # factor of a thread's change to them when merged; None: the layer's
+                         # ``HOT_MERGE`` ("sum": 1, "average": 1 / workers)
+
     def __init__(self, syn0: np.ndarray, layer, workers: int):
         self.syn0 = syn0
         self.layer = layer
         self.concurrency = int(workers)
+        self.hot: Optional[HotRows] = None
+
+    def _hot_rows(self, plan: Plan) -> Optional[HotRows]:
+        """Private hot rows for two or more threads, where the layer names them."""
+        n = self.layer.HOT_ROWS if self.HOT_ROWS is None else self.HOT_ROWS
+        if self.concurrency < 2 or plan.counts is None or n <= 0:
+            return None
+        rows = self.layer.hot_rows(plan.counts, n)
+        if rows is None or len(rows) == 0:
+            return None
+        share = self.HOT_SHARE
+        if share is None:
+            share = 1.0 / self.concurrency if self.layer.HOT_MERGE == "average" else 1.0
+        return HotRows(self.layer, rows, share, self.concurrency)
 
     def _kernel(self, plan: Plan, score: bool):
         dim, layer = self.syn0.shape[1], self.layer
         if score:
             return layer.score_kernel(plan.sg, dim, plan.cbow_mean)
-        return layer.train_kernel(plan.sg, dim, plan.cbow_mean)
+        return layer.train_kernel(plan.sg, dim, plan.cbow_mean, hot=self.hot is not None)
 
     def warm_up(self, plan: Plan, score: bool = False) -> float:
         """Compile (or load from Numba's disk cache) the kernel; seconds it took (0 when it was
         ready in this process). The call trains on an empty chunk: the same types as a real
         call, so the same compiled code, and no side effect on any weight or statistic."""
+        if not score:
+            self.hot = self._hot_rows(plan)
         fn = self._kernel(plan, score)
         if fn.signatures:
             return 0.0
@@ -64,22 +153,32 @@ class CpuSession:
         larg = self.layer.score_args(0) if score else self.layer.kernel_args()
         fn(np.zeros(0, np.int32), np.zeros(0, np.int64), self.syn0, self.layer.weights,
            larg, self.layer.stats_array(), plan.keep_thr, 1,
-           plan.reduce_window, 0.0, 0.0, 0, 1, np.uint64(1))
+           plan.reduce_window, 0.0, 0.0, 0, 1, np.uint64(1), loop.NO_HOT)
         return time.perf_counter() - started
 
     def train_chunk(self, plan: Plan, chunk, words_before: int, seed: int):
         fn = self._kernel(plan, score=False)
-        return fn(chunk.ids, chunk.bounds, self.syn0, self.layer.weights,
-                  self.layer.kernel_args(), self.layer.stats_array(), plan.keep_thr, plan.window,
-                  plan.reduce_window, plan.alpha, plan.min_alpha, words_before, plan.total_words,
-                  np.uint64(seed))
+        hot = self.hot
+        if hot is None:
+            return fn(chunk.ids, chunk.bounds, self.syn0, self.layer.weights,
+                      self.layer.kernel_args(), self.layer.stats_array(), plan.keep_thr,
+                      plan.window, plan.reduce_window, plan.alpha, plan.min_alpha, words_before,
+                      plan.total_words, np.uint64(seed), loop.NO_HOT)
+        token, remap = hot.begin()
+        try:
+            return fn(chunk.ids, chunk.bounds, self.syn0, hot.weights,
+                      self.layer.kernel_args(), self.layer.stats_array(), plan.keep_thr,
+                      plan.window, plan.reduce_window, plan.alpha, plan.min_alpha, words_before,
+                      plan.total_words, np.uint64(seed), remap)
+        finally:
+            hot.end(token)
 
     def score_chunk(self, plan: Plan, chunk, part: int = 0):
         """(summed nll, predictions); ``part=1``: only the cluster part (clustered layers)."""
         fn = self._kernel(plan, score=True)
         nll, pairs, _ = fn(chunk.ids, chunk.bounds, self.syn0, self.layer.weights,
                            self.layer.score_args(part), np.zeros((1, 2)), plan.keep_thr,
-                           plan.window, False, 0.0, 0.0, 0, 1, np.uint64(0))
+                           plan.window, False, 0.0, 0.0, 0, 1, np.uint64(0), loop.NO_HOT)
         return nll, pairs
 
     def to_host(self) -> None:

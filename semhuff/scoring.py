@@ -33,6 +33,7 @@ import numpy as np
 
 from .devices import Plan
 from .encode import DEFAULT_CHUNK_WORDS, encode_chunks
+from .kernels import loop
 from .trainer import prefetch, run_chunks
 
 
@@ -118,7 +119,7 @@ def score_on_host(kernel, syn0, weights, larg, chunks, window: int):
     nll, pairs = 0.0, 0
     for chunk in chunks:
         out = kernel(chunk.ids, chunk.bounds, syn0, weights, larg, np.zeros((1, 2)), keep, window,
-                     False, 0.0, 0.0, 0, 1, np.uint64(0))
+                     False, 0.0, 0.0, 0, 1, np.uint64(0), loop.NO_HOT)
         nll += out[0]
         pairs += out[1]
     return nll, pairs

@@ -303,7 +303,8 @@ def train(session, keep_thr: np.ndarray, sentences, index, retained_tokens: int,
     s = settings
     total_words = max(1, s.epochs * retained_tokens)
     plan = Plan(sg=s.sg, keep_thr=keep_thr, window=s.window, reduce_window=True, alpha=s.alpha,
-                min_alpha=s.min_alpha, total_words=total_words, cbow_mean=s.cbow_mean)
+                min_alpha=s.min_alpha, total_words=total_words, cbow_mean=s.cbow_mean,
+                counts=np.asarray(counts))
     layer = session.layer
     schedule = HookSchedule(list(layer.hooks()) + list(hooks))
     first_epoch = start.epoch if start is not None else 0

@@ -153,3 +153,16 @@ def add_to_contexts(syn0, ctx, k, err, mean, D):
         r = ctx[j]
         for d in range(D):
             syn0[r, d] += err[d] * share
+
+
+
+
+@numba.njit(inline="always", nogil=True)
+def out_row(remap, row, HOT):
+    """The row of the output weights that stands for output row ``row`` in this thread: with
+    ``HOT`` (a compile-time constant) ``remap[row]``, which sends the hottest rows to the calling
+    thread's private copies (``devices.HotRows``), else ``row``. An index, not a second array:
+    a body that picks one of two arrays at run time loses Numba's vectorising (measured 2x)."""
+    if HOT:
+        return remap[row]
+    return row

@@ -24,7 +24,7 @@ import numba
 import numpy as np
 
 from .common import (LOG_SIGMOID_TABLE, MAX_EXP, SIGMOID_TABLE, log_sigmoid, log_sigmoid_signed,
-                     table_index)
+                     out_row, table_index)
 
 
 @numba.njit(inline="always", nogil=True)
@@ -43,13 +43,13 @@ def _gradient(s, code, alpha, saturate):
 
 
 @numba.njit(inline="always", nogil=True)
-def walk_path(h, w, syn1, points, codes, lengths, alpha, first, err, saturate, D):
+def walk_path(h, w, syn1, points, codes, lengths, alpha, first, err, saturate, hot, HOT, D):
     """Prediction of word ``w`` from the input vector ``h`` over the path nodes from depth
     ``first`` down, node by node in word2vec's order: updates the node rows and adds the
     input's error to ``err``. Returns the negative log-likelihood."""
     loss = 0.0
     for i in range(first, lengths[w]):
-        node = points[w, i]
+        node = out_row(hot, points[w, i], HOT)
         code = codes[w, i]
         s = np.float32(0.0)
         for d in range(D):
@@ -66,17 +66,18 @@ def walk_path(h, w, syn1, points, codes, lengths, alpha, first, err, saturate, D
 
 
 @numba.njit(inline="always", nogil=True)
-def predict(h, w, syn1, larg, alpha, err, state, saturate, D):
+def predict(h, w, syn1, larg, alpha, err, state, saturate, hot, HOT, D):
     """One prediction (the CBOW body): ``err`` is set to the input's error. Returns
     (nll, state); HS draws no random numbers."""
     points, codes, lengths = larg
     for d in range(D):
         err[d] = 0.0
-    return walk_path(h, w, syn1, points, codes, lengths, alpha, 0, err, saturate, D), state
+    return walk_path(h, w, syn1, points, codes, lengths, alpha, 0, err, saturate, hot, HOT,
+                     D), state
 
 
 @numba.njit(inline="always", nogil=True)
-def sg_centre(syn0, syn1, larg, ctx, k, w, alpha, neu, prow, g, top, saturate, D):
+def sg_centre(syn0, syn1, larg, ctx, k, w, alpha, neu, prow, g, top, saturate, hot, HOT, D):
     """Skip-gram: the ``k`` context words ``ctx[:k]`` each predict ``w``. The top ``top`` path
     nodes are batched over the contexts, the rest walked context by context; each context
     vector receives its error after its whole path. Returns the summed nll."""
@@ -89,7 +90,7 @@ def sg_centre(syn0, syn1, larg, ctx, k, w, alpha, neu, prow, g, top, saturate, D
     if top > depth:
         top = depth
     for i in range(top):
-        node = points[w, i]
+        node = out_row(hot, points[w, i], HOT)
         code = codes[w, i]
         for d in range(D):
             prow[d] = syn1[node, d]
@@ -109,7 +110,8 @@ def sg_centre(syn0, syn1, larg, ctx, k, w, alpha, neu, prow, g, top, saturate, D
                 syn1[node, d] += gj * syn0[r, d]
     for j in range(k):
         r = ctx[j]
-        loss += walk_path(syn0[r], w, syn1, points, codes, lengths, alpha, top, neu[j], saturate, D)
+        loss += walk_path(syn0[r], w, syn1, points, codes, lengths, alpha, top, neu[j], saturate,
+                          hot, HOT, D)
         for d in range(D):
             syn0[r, d] += neu[j, d]
     return loss

@@ -30,10 +30,13 @@ than a run-time D). Numba's disk cache keys closures by their captured constants
 combination is compiled once per machine, not once per process.
 
 Arguments of every kernel: ``(ids, bounds, syn0, weights, larg, stats, keep_thr, window, reduce,
-alpha0, min_alpha, words_before, total_words, seed)``; ``larg`` is the layer's tuple of arrays
+alpha0, min_alpha, words_before, total_words, seed, hot)``; ``larg`` is the layer's tuple of arrays
 (its own learned or fixed state, which a body may also write), ``stats`` a ``(V, 2)`` float64
 array that receives, per target word, the predictions made and their summed nll when the kernel
-was built with ``stats=True`` (else any ``(1, 2)`` array). Returns ``(loss, pairs, trained)``:
+was built with ``stats=True`` (else any ``(1, 2)`` array), ``hot`` the calling thread's int32 map
+from output row to row of ``weights`` when the kernel was built with ``hot=True`` (HS and NS
+bodies: the hottest rows go to the thread's private copies, ``devices.HotRows``), else
+``NO_HOT``. Returns ``(loss, pairs, trained)``:
 summed nll (nats, float64), predictions made, words kept after down-sampling.
 """
 from __future__ import annotations
@@ -74,9 +77,13 @@ def no_stats() -> np.ndarray:
     return np.zeros((1, 2), dtype=np.float64)
 
 
+# ``hot`` for kernels built without private rows: never read (the flag prunes every use).
+NO_HOT = np.zeros(0, np.int32)
+
+
 @functools.lru_cache(maxsize=None)
 def kernel(sg: bool, dim: int, body: int, batch_levels: int = 0, stats: bool = False,
-           custom=None, cbow_mean: bool = True, saturate: bool = False):
+           custom=None, cbow_mean: bool = True, saturate: bool = False, hot: bool = False):
     """The sentence loop for skip-gram (``sg``) or CBOW with the given body.
 
     * skip-gram: every context word predicts the centre word (word2vec.c's direction);
@@ -84,6 +91,8 @@ def kernel(sg: bool, dim: int, body: int, batch_levels: int = 0, stats: bool = F
       contexts (0 = word2vec's order). ``PAIRS`` emits ``(inputs, targets, rates)``.
       ``saturate`` (HS bodies): the saturated gradient beyond the sigmoid's clip instead of no
       update (``hs.py``).
+    * ``hot`` (HS and NS bodies): every output row goes through the ``hot`` argument's map,
+      which sends the hottest rows to the calling thread's private copies (``devices.HotRows``).
     * CBOW: the mean of the context vectors predicts the centre word and every context vector
       receives the full error (word2vec, gensim ``cbow_mean=1``); with ``cbow_mean=False`` their
       sum predicts it and each receives the error divided by their number (gensim
@@ -98,10 +107,11 @@ def kernel(sg: bool, dim: int, body: int, batch_levels: int = 0, stats: bool = F
     SG, D, OUT, TOP, STATS = bool(sg), int(dim), int(body), int(batch_levels), bool(stats)
     MEAN = bool(cbow_mean) or SG
     SAT = bool(saturate)
+    HOT = bool(hot) and OUT in (HS, NS)
     SRC = SOURCES
 
     def loop(ids, bounds, syn0, weights, larg, word_stats, keep_thr, window, reduce, alpha0,
-             min_alpha, words_before, total_words, seed):
+             min_alpha, words_before, total_words, seed, hot):
         if SRC < 0:  # never: SRC only keys the disk cache (see _sources_digest); pruned
             return 0.0, 0, 0
         state = np.uint64(seed)
@@ -134,7 +144,7 @@ def kernel(sg: bool, dim: int, body: int, batch_levels: int = 0, stats: bool = F
                 if SG:
                     if OUT == HS:
                         centre_loss = hs.sg_centre(syn0, weights, larg, ctx, k, w, alpha, neu,
-                                                   work, g, TOP, SAT, D)
+                                                   work, g, TOP, SAT, hot, HOT, D)
                     elif OUT == SO_HS:
                         points, codes, lengths, q, lam, sample_thr, top_row, top_child = larg
                         state = lcg_next(state)
@@ -143,7 +153,8 @@ def kernel(sg: bool, dim: int, body: int, batch_levels: int = 0, stats: bool = F
                                 classes.observe_tree(syn0[ctx[j]], w, weights, q, lam, top_row,
                                                      top_child, D)
                         centre_loss = hs.sg_centre(syn0, weights, (points, codes, lengths), ctx,
-                                                   k, w, alpha, neu, work, g, TOP, SAT, D)
+                                                   k, w, alpha, neu, work, g, TOP, SAT, hot,
+                                                   False, D)
                     elif OUT == HS_SCORE:
                         for j in range(k):
                             centre_loss += hs.score_path(syn0[ctx[j]], w, weights, larg, D)
@@ -161,7 +172,7 @@ def kernel(sg: bool, dim: int, body: int, batch_levels: int = 0, stats: bool = F
                             r = ctx[j]
                             if OUT == NS:
                                 nll, state = ns.predict(syn0[r], w, weights, larg, alpha, work,
-                                                        state, D)
+                                                        state, hot, HOT, D)
                             elif OUT == CLASS:
                                 nll, state = classes.predict(syn0[r], w, weights, larg, alpha,
                                                              work, state, D)
@@ -191,7 +202,7 @@ def kernel(sg: bool, dim: int, body: int, batch_levels: int = 0, stats: bool = F
                         else:
                             if OUT == HS:
                                 centre_loss, state = hs.predict(hidden, w, weights, larg, alpha,
-                                                                work, state, SAT, D)
+                                                                work, state, SAT, hot, HOT, D)
                             elif OUT == SO_HS:
                                 points, codes, lengths, q, lam, sample_thr, top_row, top_child = larg
                                 state = lcg_next(state)
@@ -200,13 +211,13 @@ def kernel(sg: bool, dim: int, body: int, batch_levels: int = 0, stats: bool = F
                                                          top_child, D)
                                 centre_loss, state = hs.predict(hidden, w, weights,
                                                                 (points, codes, lengths), alpha,
-                                                                work, state, SAT, D)
+                                                                work, state, SAT, hot, False, D)
                             elif OUT == CLASS:
                                 centre_loss, state = classes.predict(hidden, w, weights, larg,
                                                                      alpha, work, state, D)
                             elif OUT == NS:
                                 centre_loss, state = ns.predict(hidden, w, weights, larg, alpha,
-                                                                work, state, D)
+                                                                work, state, hot, HOT, D)
                             else:
                                 centre_loss, state = custom(hidden, w, weights, larg, alpha,
                                                             work, state)
@@ -223,13 +234,13 @@ def kernel(sg: bool, dim: int, body: int, batch_levels: int = 0, stats: bool = F
 
 
 def sg_kernel(dim: int, body: int, batch_levels: int = 0, stats: bool = False, custom=None,
-              saturate: bool = False):
-    return kernel(True, dim, body, batch_levels, stats, custom, True, saturate)
+              saturate: bool = False, hot: bool = False):
+    return kernel(True, dim, body, batch_levels, stats, custom, True, saturate, hot)
 
 
 def cbow_kernel(dim: int, body: int, stats: bool = False, custom=None, cbow_mean: bool = True,
-                saturate: bool = False):
-    return kernel(False, dim, body, 0, stats, custom, cbow_mean, saturate)
+                saturate: bool = False, hot: bool = False):
+    return kernel(False, dim, body, 0, stats, custom, cbow_mean, saturate, hot)
 
 
 def pair_buffers(sg: bool, n_ids: int, window: int):

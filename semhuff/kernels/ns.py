@@ -12,7 +12,7 @@ import numba
 import numpy as np
 
 from .common import (LOG_SIGMOID_TABLE, MAX_EXP, SIGMOID_TABLE, lcg_next, lcg_u32, log_sigmoid,
-                     table_index)
+                     out_row, table_index)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -79,7 +79,7 @@ def _gradient_and_loss(s, label, alpha, sig_table, logsig_table):
 
 
 @numba.njit(inline="always", nogil=True)
-def predict(h, w, syn1neg, larg, alpha, err, state, D):
+def predict(h, w, syn1neg, larg, alpha, err, state, hot, HOT, D):
     """One negative-sampling prediction of word ``w`` from the input vector ``h``: the true word
     and ``negative`` noise words (a noise draw equal to ``w`` is skipped, as in word2vec).
     ``larg`` is the layer's ``(alias_thr, alias_idx, negative)``. Updates the output rows, sets
@@ -97,6 +97,7 @@ def predict(h, w, syn1neg, larg, alpha, err, state, D):
             if target == w:
                 continue
             label = np.float32(0.0)
+        target = out_row(hot, target, HOT)
         s = np.float32(0.0)
         for d in range(D):
             s += h[d] * syn1neg[target, d]

@@ -83,10 +83,19 @@ class OutputLayer:
         and NS: binary logistic outputs through ``kernel_args()``)."""
         return None
 
-    def train_kernel(self, sg: bool, dim: int, cbow_mean: bool = True):
+    HOT_ROWS = 0  # how many rows ``hot_rows`` names by default (measured per layer)
+    HOT_MERGE = "sum"  # how the threads' changes to them combine: "sum" or "average"
+
+    def hot_rows(self, counts: np.ndarray, n: int) -> Optional[np.ndarray]:
+        """The ``n`` output rows that the most predictions write, which threads keep private
+        copies of (``devices.HotRows``), or None: every row shared (the default; a layer whose
+        body was not built for private rows, or whose rows move during training)."""
+        return None
+
+    def train_kernel(self, sg: bool, dim: int, cbow_mean: bool = True, hot: bool = False):
         custom = self.custom_body() if self.body == loop.CUSTOM else None
         return loop.kernel(sg, dim, self.body, self.batch_levels(), self.word_stats is not None,
-                           custom, cbow_mean, self.saturates())
+                           custom, cbow_mean, self.saturates(), hot)
 
     def score_kernel(self, sg: bool, dim: int, cbow_mean: bool = True):
         raise OptionError(f"{self.describe()} does not give normalised probabilities, so held-out "

@@ -27,6 +27,11 @@ class HierarchicalSoftmax(OutputLayer):
     ORDERS = ("mixed", "word2vec", "batched")
     CLIPS = ("skip", "saturate")
     MIXED_LEVELS = 4
+    # Private top-of-tree rows for each thread (devices.HotRows), averaged when merged: nearly
+    # every prediction updates them, so each thread's copy settles within a chunk and summing
+    # two settled changes overshoots (-2.2 analogy points); averaging costs 0.3 (docs/performance.md).
+    HOT_ROWS = 256
+    HOT_MERGE = "average"
     _BATCH_LEVELS = {"word2vec": 0, "mixed": MIXED_LEVELS, "batched": 1 << 30}
 
     def __init__(self, tree: Tree, order: str = "mixed", clip: str = "skip"):
@@ -75,6 +80,18 @@ class HierarchicalSoftmax(OutputLayer):
     def kernel_args(self):
         t = self.tree
         return (t.points, t.codes, t.lengths)
+
+    def hot_rows(self, counts, n):
+        """The ``n`` inner nodes the most words pass through (by corpus count): the top of the
+        tree, which every thread writes on nearly every prediction."""
+        if self.body != loop.HS:
+            return None
+        t = self.tree
+        on_path = np.arange(t.points.shape[1]) < t.lengths[:, None]
+        traffic = np.bincount(t.points[on_path], minlength=self.n_rows(t.n_words),
+                              weights=np.broadcast_to(np.asarray(counts, np.float64)[:, None],
+                                                      on_path.shape)[on_path])
+        return np.argsort(-traffic, kind="stable")[:n]
 
     def score_kernel(self, sg, dim, cbow_mean=True):
         return loop.kernel(sg, dim, loop.HS_SCORE, cbow_mean=cbow_mean)

@@ -18,6 +18,12 @@ class NegativeSampling(OutputLayer):
     body = loop.NS
     devices = ("cpu", "cuda")
     options = ("negative", "ns_exponent")
+    # Private rows of the most frequent words for each thread (devices.HotRows): noise words
+    # spread wider than HS's top nodes (two threads: 256 rows 1.52x one thread, 4096 1.77x); each
+    # row gets a smaller share of the updates, and summing the changes kept the quality where
+    # averaging lost 0.8 analogy points (docs/performance.md).
+    HOT_ROWS = 4096
+    HOT_MERGE = "sum"
 
     def __init__(self, negative: int = 5, exponent: float = 0.75):
         super().__init__()
@@ -42,6 +48,11 @@ class NegativeSampling(OutputLayer):
 
     def kernel_args(self):
         return (self.alias_thr, self.alias_idx, self.negative)
+
+    def hot_rows(self, counts, n):
+        """The ``n`` most frequent words: the most drawn noise words and the most predicted
+        targets, whose rows every thread writes all the time."""
+        return np.argsort(-np.asarray(counts), kind="stable")[:n]
 
     def config(self):
         return {"negative": self.negative, "exponent": self.exponent}

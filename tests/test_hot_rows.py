@@ -1,0 +1,127 @@
+"""Private hot output rows for two or more threads (``devices.HotRows``): the rows chosen, the
+merge, and that training through them does the same arithmetic as training the shared rows."""
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+
+import naive
+from semhuff import Word2Vec
+from semhuff.devices import CpuSession, HotRows, Plan
+from semhuff.encode import EpochSource
+from semhuff.kernels.common import mix_seed
+
+
+def _corpus(n_sentences=300, length=40, vocab=60, seed=0):
+    rng = np.random.default_rng(seed)
+    weights = 1.0 / np.arange(1, vocab + 1)  # Zipf-like: a clear top of the tree
+    weights /= weights.sum()
+    return [[f"w{i}" for i in rng.choice(vocab, size=length, p=weights)]
+            for _ in range(n_sentences)]
+
+
+def _model(loss):
+    sentences = _corpus()
+    model = Word2Vec(vector_size=16, window=3, min_count=1, sample=0, loss=loss, seed=3,
+                     workers=2, progress=False)
+    model.build_vocab(sentences)
+    chunks = list(EpochSource(sentences, model.vocab.index, chunk_words=2000,
+                              use_cache=False).epoch())
+    total = sum(len(c.ids) for c in chunks)
+    plan = Plan(sg=True, keep_thr=model.vocab.keep_thresholds(0), window=3, reduce_window=True,
+                alpha=0.05, min_alpha=0.001, total_words=total, counts=model.vocab.counts)
+    return model, chunks, plan
+
+
+def _train(model, chunks, plan, workers, hot_rows):
+    session = CpuSession(model.syn0.copy(), copy.deepcopy(model.layer), workers)
+    session.HOT_ROWS, session.HOT_SHARE = hot_rows, 1.0
+    session.warm_up(plan)
+    before = 0
+    for i, chunk in enumerate(chunks):  # one thread: every chunk's copies merged before the next
+        session.train_chunk(plan, chunk, before, int(mix_seed(1, 0, i)))
+        before += len(chunk.ids)
+    return session
+
+
+@pytest.mark.parametrize("loss", ["hs", "ns"])
+def test_private_rows_do_the_same_arithmetic(loss):
+    """Trained from one thread, a session with private hot rows (each chunk's change merged
+    whole before the next chunk) ends where the plain session does, up to the merges' rounding."""
+    model, chunks, plan = _model(loss)
+    plain = _train(model, chunks, plan, 1, None)
+    hot = _train(model, chunks, plan, 2, 8)
+    assert plain.hot is None and hot.hot is not None and len(hot.hot.rows) == 8
+    assert hot.layer.weights.shape == plain.layer.weights.shape
+    moved = np.abs(plain.layer.weights[hot.hot.rows] - model.layer.weights[hot.hot.rows]).max()
+    assert moved > 1e-3  # the hot rows were trained
+    np.testing.assert_allclose(hot.layer.weights, plain.layer.weights, atol=2e-5)
+    np.testing.assert_allclose(hot.syn0, plain.syn0, atol=2e-5)
+
+
+def test_hs_hot_rows_are_the_most_travelled_nodes():
+    """The HS layer's hot rows are the inner nodes with the most word occurrences passing through
+    them, counted here by walking every word's path up the tree's parent array."""
+    model, _, _ = _model("hs")
+    tree, counts = model.layer.tree, model.vocab.counts
+    traffic = np.zeros(len(counts) - 1)
+    for w, steps in enumerate(naive.paths(tree.parent, tree.branch, len(counts))):
+        for row, _ in steps:
+            traffic[row] += counts[w]
+    rows = model.layer.hot_rows(counts, 10)
+    assert len(set(rows.tolist())) == 10
+    np.testing.assert_array_equal(np.sort(traffic[rows]), np.sort(traffic)[-10:])
+    assert traffic[rows[0]] == counts.sum()  # the root: on every path
+
+
+def test_ns_hot_rows_are_the_most_frequent_words():
+    model, _, _ = _model("ns")
+    counts = model.vocab.counts
+    rows = model.layer.hot_rows(counts, 5)
+    np.testing.assert_array_equal(np.sort(counts[rows]), np.sort(counts)[-5:])
+
+
+@pytest.mark.parametrize("share", [1.0, 0.5])
+def test_merge_adds_the_threads_change_times_share(share):
+    """Two threads' copies, changed by hand: the shared rows receive each change times
+    ``share``; the other rows are untouched; a thread starts from the merged rows."""
+    model, _, _ = _model("ns")
+    layer = copy.deepcopy(model.layer)
+    layer.weights[:] = np.random.default_rng(1).standard_normal(layer.weights.shape)
+    before = layer.weights.copy()
+    rows = np.array([4, 0, 7])
+    hot = HotRows(layer, rows, share, threads=2)
+    (a, map_a), (b, map_b) = hot.begin(), hot.begin()
+    assert a != b
+    np.testing.assert_array_equal(map_a[rows], layer.weights.shape[0] + 3 * a + np.arange(3))
+    np.testing.assert_array_equal(np.delete(map_a, rows), np.delete(np.arange(len(map_a)), rows))
+    hot.weights[map_a[rows]] += 1.0
+    hot.weights[map_b[rows]] -= 3.0
+    hot.end(a)
+    hot.end(b)
+    expected = before.copy()
+    expected[rows] += share * (1.0 - 3.0)
+    np.testing.assert_allclose(layer.weights, expected, rtol=1e-6)
+    token, remap = hot.begin()
+    np.testing.assert_allclose(hot.weights[remap[rows]], expected[rows], rtol=1e-6)
+    hot.end(token)
+
+
+def test_average_merge_for_hs_sum_for_ns():
+    model, _, plan = _model("hs")
+    assert CpuSession(model.syn0, copy.deepcopy(model.layer), 2)._hot_rows(plan).share == 0.5
+    model, _, plan = _model("ns")
+    assert CpuSession(model.syn0, copy.deepcopy(model.layer), 2)._hot_rows(plan).share == 1.0
+    assert CpuSession(model.syn0, copy.deepcopy(model.layer), 1)._hot_rows(plan) is None
+
+
+def test_two_workers_train_with_private_rows_and_save(tmp_path):
+    """The whole path: two workers (private hot rows in use), finite weights, save and load."""
+    model = Word2Vec(_corpus(), vector_size=16, window=3, min_count=1, workers=2, epochs=2,
+                     seed=2, progress=False)
+    assert np.isfinite(model.layer.weights).all() and np.isfinite(model.syn0).all()
+    model.save(str(tmp_path / "m.npz"))
+    again = Word2Vec.load(str(tmp_path / "m.npz"), progress=False)
+    np.testing.assert_array_equal(again.layer.weights, model.layer.weights)
