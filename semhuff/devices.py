@@ -120,6 +120,7 @@ class CpuSession:
         self.layer = layer
         self.concurrency = int(workers)
         self.hot: Optional[HotRows] = None
+        self._plan: Optional[Plan] = None
 
     def _hot_rows(self, plan: Plan) -> Optional[HotRows]:
         """Private hot rows for two or more threads, where the layer names them."""
@@ -145,6 +146,7 @@ class CpuSession:
         ready in this process). The call trains on an empty chunk: the same types as a real
         call, so the same compiled code, and no side effect on any weight or statistic."""
         if not score:
+            self._plan = plan
             self.hot = self._hot_rows(plan)
         fn = self._kernel(plan, score)
         if fn.signatures:
@@ -185,7 +187,10 @@ class CpuSession:
         """The host arrays are the weights: nothing to do."""
 
     def layer_changed(self) -> None:
-        """Kernels read ``layer.kernel_args()`` per chunk: nothing to do."""
+        """Kernels read ``layer.kernel_args()`` per chunk; the hottest rows may be others now (a
+        re-assigned tree): choose them again (the threads are idle: hooks run between chunks)."""
+        if self.hot is not None:
+            self.hot = self._hot_rows(self._plan)
 
     def close(self) -> None:
         pass

@@ -125,3 +125,22 @@ def test_two_workers_train_with_private_rows_and_save(tmp_path):
     model.save(str(tmp_path / "m.npz"))
     again = Word2Vec.load(str(tmp_path / "m.npz"), progress=False)
     np.testing.assert_array_equal(again.layer.weights, model.layer.weights)
+
+
+def test_a_changed_tree_gets_its_own_hot_rows():
+    """After a hook changes the tree (as a self-organized re-assignment does) and says so, the
+    session keeps private copies of the new tree's busiest nodes, merged into the same weights."""
+    from semhuff.trees import make_tree
+    model, chunks, plan = _model("hs")
+    session = CpuSession(model.syn0.copy(), copy.deepcopy(model.layer), 2)
+    session.HOT_ROWS = 8  # of 59 inner nodes
+    session.warm_up(plan)
+    old = session.hot.rows.copy()
+    session.layer.tree = make_tree("random", model.vocab, seed=5)
+    session.layer_changed()
+    new = model.layer.__class__(session.layer.tree).hot_rows(plan.counts, len(old))
+    assert not np.array_equal(np.sort(old), np.sort(new))
+    np.testing.assert_array_equal(session.hot.rows, new)
+    session.train_chunk(plan, chunks[0], 0, 1)
+    assert np.isfinite(session.layer.weights).all()
+    assert session.hot.layer.weights.base is session.hot.weights

@@ -35,7 +35,8 @@ alpha0, min_alpha, words_before, total_words, seed, hot)``; ``larg`` is the laye
 array that receives, per target word, the predictions made and their summed nll when the kernel
 was built with ``stats=True`` (else any ``(1, 2)`` array), ``hot`` the calling thread's int32 map
 from output row to row of ``weights`` when the kernel was built with ``hot=True`` (HS and NS
-bodies: the hottest rows go to the thread's private copies, ``devices.HotRows``), else
+bodies, and SO_HS's training: the hottest rows go to the thread's private copies,
+``devices.HotRows``; its sampled statistic reads the shared rows, at most a chunk old), else
 ``NO_HOT``. Returns ``(loss, pairs, trained)``:
 summed nll (nats, float64), predictions made, words kept after down-sampling.
 """
@@ -91,7 +92,7 @@ def kernel(sg: bool, dim: int, body: int, batch_levels: int = 0, stats: bool = F
       contexts (0 = word2vec's order). ``PAIRS`` emits ``(inputs, targets, rates)``.
       ``saturate`` (HS bodies): the saturated gradient beyond the sigmoid's clip instead of no
       update (``hs.py``).
-    * ``hot`` (HS and NS bodies): every output row goes through the ``hot`` argument's map,
+    * ``hot`` (HS, NS, SO_HS bodies): every output row goes through the ``hot`` argument's map,
       which sends the hottest rows to the calling thread's private copies (``devices.HotRows``).
     * CBOW: the mean of the context vectors predicts the centre word and every context vector
       receives the full error (word2vec, gensim ``cbow_mean=1``); with ``cbow_mean=False`` their
@@ -107,7 +108,7 @@ def kernel(sg: bool, dim: int, body: int, batch_levels: int = 0, stats: bool = F
     SG, D, OUT, TOP, STATS = bool(sg), int(dim), int(body), int(batch_levels), bool(stats)
     MEAN = bool(cbow_mean) or SG
     SAT = bool(saturate)
-    HOT = bool(hot) and OUT in (HS, NS)
+    HOT = bool(hot) and OUT in (HS, NS, SO_HS)
     SRC = SOURCES
 
     def loop(ids, bounds, syn0, weights, larg, word_stats, keep_thr, window, reduce, alpha0,
@@ -154,7 +155,7 @@ def kernel(sg: bool, dim: int, body: int, batch_levels: int = 0, stats: bool = F
                                                      top_child, D)
                         centre_loss = hs.sg_centre(syn0, weights, (points, codes, lengths), ctx,
                                                    k, w, alpha, neu, work, g, TOP, SAT, hot,
-                                                   False, D)
+                                                   HOT, D)
                     elif OUT == HS_SCORE:
                         for j in range(k):
                             centre_loss += hs.score_path(syn0[ctx[j]], w, weights, larg, D)
@@ -211,7 +212,7 @@ def kernel(sg: bool, dim: int, body: int, batch_levels: int = 0, stats: bool = F
                                                          top_child, D)
                                 centre_loss, state = hs.predict(hidden, w, weights,
                                                                 (points, codes, lengths), alpha,
-                                                                work, state, SAT, hot, False, D)
+                                                                work, state, SAT, hot, HOT, D)
                             elif OUT == CLASS:
                                 centre_loss, state = classes.predict(hidden, w, weights, larg,
                                                                      alpha, work, state, D)

@@ -83,9 +83,8 @@ class HierarchicalSoftmax(OutputLayer):
 
     def hot_rows(self, counts, n):
         """The ``n`` inner nodes the most words pass through (by corpus count): the top of the
-        tree, which every thread writes on nearly every prediction."""
-        if self.body != loop.HS:
-            return None
+        tree, which every thread writes on nearly every prediction. (A self-organized tree
+        changes: the session asks again after every re-assignment, ``layer_changed``.)"""
         t = self.tree
         on_path = np.arange(t.points.shape[1]) < t.lengths[:, None]
         traffic = np.bincount(t.points[on_path], minlength=self.n_rows(t.n_words),
