@@ -2,11 +2,20 @@
 
     python -m semhuff.eval.bench_self_organized --corpus PREFIX.txt [--repeats 3] [--epochs 3]
 
-Each run trains skip-gram (dim 100, the defaults) with ``tree="huffman"`` or
-``tree="self-organized"`` in its own process, in the order H, S, H, S, ...; prints training
-words/s (min/median/max), the ratio of the medians (issue target: >= 0.70) and the hooks'
-share of the training time (the re-assignments; the sampled statistic runs in the kernel and
-shows in words/s).
+Each run trains skip-gram (dim 100, the defaults) in its own process, the arms in turn
+(H, S, N, C, H, S, N, C, ...):
+
+* ``huffman``: Huffman HS;
+* ``self-organized``: the binary self-organized tree (the defaults);
+* ``no statistic``: the same layer with the statistic sampled on almost no centres and no
+  re-assignment, so ``1 - self-organized / no statistic`` is what the self-organizing work (the
+  sampled statistic in the kernel, the re-assignments, their diagnostics) costs (issue target:
+  <= 15%);
+* ``clusters``: fixed random clusters as a plain HS tree (the same shape of tree, the plain HS
+  body), so ``no statistic / clusters`` is the rest of the binary form's cost.
+
+Prints training words/s (min/median/max), the ratio of the medians self-organized / Huffman
+(issue target: >= 0.70), the hooks' share of the training time and the ratios above.
 """
 from __future__ import annotations
 
@@ -20,13 +29,15 @@ CHILD = r'''
 import json, sys
 from semhuff import Word2Vec
 model = Word2Vec(vector_size=100, epochs=int(sys.argv[3]), workers=int(sys.argv[4]),
-                 progress=False, seed=1, tree=sys.argv[1])
+                 progress=False, seed=1, tree=sys.argv[1], layer_options=json.loads(sys.argv[5]))
 model.build_vocab(sys.argv[2])
 report = model.train(sys.argv[2])
 print(json.dumps({"words_per_second": report.words_per_second, "seconds": report.seconds,
                   "hook_seconds": report.hook_seconds}))
 '''
-TREES = ("huffman", "self-organized")
+ARMS = {"huffman": ("huffman", {}), "self-organized": ("self-organized", {}),
+        "no statistic": ("self-organized", {"samples_per_word": 1e-9, "reassign_every": 1 << 62}),
+        "clusters": ("clusters", {})}
 
 
 def spread(values) -> str:
@@ -41,25 +52,31 @@ def main(argv=None) -> int:
     p.add_argument("--epochs", type=int, default=3)
     p.add_argument("--workers", type=int, default=2)
     args = p.parse_args(argv)
-    runs = {tree: [] for tree in TREES}
+    runs = {arm: [] for arm in ARMS}
     for _ in range(args.repeats):
-        for tree in TREES:
+        for arm, (tree, options) in ARMS.items():
             done = subprocess.run([sys.executable, "-c", CHILD, tree, args.corpus, str(args.epochs),
-                                   str(args.workers)], capture_output=True, text=True)
+                                   str(args.workers), json.dumps(options)], capture_output=True,
+                                  text=True)
             if done.returncode != 0:
                 tail = (done.stderr.strip().splitlines() or ["no message"])[-1]
-                print(f"bench_self_organized: the {tree} run failed: {tail}", file=sys.stderr)
+                print(f"bench_self_organized: the {arm} run failed: {tail}", file=sys.stderr)
                 return 1
-            runs[tree].append(json.loads(done.stdout.strip().splitlines()[-1]))
-            print(tree, runs[tree][-1], flush=True)
-    speed = {tree: [r["words_per_second"] for r in runs[tree]] for tree in TREES}
+            runs[arm].append(json.loads(done.stdout.strip().splitlines()[-1]))
+            print(arm, runs[arm][-1], flush=True)
+    speed = {arm: [r["words_per_second"] for r in runs[arm]] for arm in ARMS}
     share = [r["hook_seconds"] / r["seconds"] for r in runs["self-organized"]]
-    for tree in TREES:
-        print(f"{tree:15s} words/s min / median / max: {spread(speed[tree])}")
+    for arm in ARMS:
+        print(f"{arm:15s} words/s min / median / max: {spread(speed[arm])}")
     ratio = statistics.median(speed["self-organized"]) / statistics.median(speed["huffman"])
     print(f"self-organized / Huffman (medians): {ratio:.3f} (target >= 0.70)")
     print(f"hooks' share of training: {min(share):.3f} / {statistics.median(share):.3f} / "
           f"{max(share):.3f}")
+    med = {arm: statistics.median(speed[arm]) for arm in ARMS}
+    print(f"self-organizing work (1 - self-organized / no statistic, medians): "
+          f"{1 - med['self-organized'] / med['no statistic']:.3f} (target <= 0.15)")
+    print(f"the rest of the binary form (1 - no statistic / fixed clusters): "
+          f"{1 - med['no statistic'] / med['clusters']:.3f}")
     return 0
 
 

@@ -122,6 +122,7 @@ def kernel(sg: bool, dim: int, body: int, batch_levels: int = 0, stats: bool = F
         hidden = np.empty(D, np.float32)
         work = np.empty(D, np.float32)  # HS skip-gram: the batched node's row; else the input's error
         g = np.empty(2 * window, np.float32)
+        one = np.zeros(1, np.int32)  # CBOW's one input row for ``classes.observe_tree``
         loss = 0.0
         pairs = 0
         trained = 0
@@ -150,9 +151,8 @@ def kernel(sg: bool, dim: int, body: int, batch_levels: int = 0, stats: bool = F
                         points, codes, lengths, q, lam, sample_thr, top_row, top_child = larg
                         state = lcg_next(state)
                         if lcg_u32(state) < sample_thr[w]:
-                            for j in range(k):
-                                classes.observe_tree(syn0[ctx[j]], w, weights, q, lam, top_row,
-                                                     top_child, D)
+                            classes.observe_tree(syn0, ctx, k, w, weights, q, lam, top_row,
+                                                 top_child, D)
                         centre_loss = hs.sg_centre(syn0, weights, (points, codes, lengths), ctx,
                                                    k, w, alpha, neu, work, g, TOP, SAT, hot,
                                                    HOT, D)
@@ -208,8 +208,8 @@ def kernel(sg: bool, dim: int, body: int, batch_levels: int = 0, stats: bool = F
                                 points, codes, lengths, q, lam, sample_thr, top_row, top_child = larg
                                 state = lcg_next(state)
                                 if lcg_u32(state) < sample_thr[w]:
-                                    classes.observe_tree(hidden, w, weights, q, lam, top_row,
-                                                         top_child, D)
+                                    classes.observe_tree(hidden.reshape((1, D)), one, 1, w,
+                                                         weights, q, lam, top_row, top_child, D)
                                 centre_loss, state = hs.predict(hidden, w, weights,
                                                                 (points, codes, lengths), alpha,
                                                                 work, state, SAT, hot, HOT, D)
