@@ -33,14 +33,11 @@ from __future__ import annotations
 
 import argparse
 import copy
-import os
 import statistics
 import sys
 import tempfile
 import threading
 import time
-
-import numpy as np
 
 from semhuff import Word2Vec
 from semhuff.corpus import Corpus
@@ -54,7 +51,7 @@ WAYS = ("1 thread", "2 threads, shared", "2 threads, private hot rows", "2 threa
         "2 threads, private output")
 
 
-def _train(sessions, plan, chunks, total):
+def _train(sessions, plan, chunks):
     """Chunk i goes to session i % len(sessions), each session in its own thread."""
     def work(t):
         s = sessions[t]
@@ -106,7 +103,7 @@ def run(path, loss, hs_order, repeats, hot_rows, share):
     for _ in range(repeats):
         for way in WAYS:
             sessions = _sessions(way, model.syn0, model.layer, plan, hot_rows, share)
-            times[way].append(_train(sessions, plan, chunks, total))
+            times[way].append(_train(sessions, plan, chunks))
     print(f"\n{loss}: {raw:,} raw words, {len(chunks)} chunks, one epoch per run, {repeats} runs "
           f"per way, alternated")
     print(f"{'way':28s} | wall s: min  median   max | CPU s: min  median   max | raw words/s "

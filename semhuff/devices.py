@@ -161,19 +161,16 @@ class CpuSession:
     def train_chunk(self, plan: Plan, chunk, words_before: int, seed: int):
         fn = self._kernel(plan, score=False)
         hot = self.hot
-        if hot is None:
-            return fn(chunk.ids, chunk.bounds, self.syn0, self.layer.weights,
-                      self.layer.kernel_args(), self.layer.stats_array(), plan.keep_thr,
-                      plan.window, plan.reduce_window, plan.alpha, plan.min_alpha, words_before,
-                      plan.total_words, np.uint64(seed), loop.NO_HOT)
-        token, remap = hot.begin()
+        token, remap = hot.begin() if hot is not None else (None, loop.NO_HOT)
         try:
-            return fn(chunk.ids, chunk.bounds, self.syn0, hot.weights,
+            return fn(chunk.ids, chunk.bounds, self.syn0,
+                      self.layer.weights if hot is None else hot.weights,
                       self.layer.kernel_args(), self.layer.stats_array(), plan.keep_thr,
                       plan.window, plan.reduce_window, plan.alpha, plan.min_alpha, words_before,
                       plan.total_words, np.uint64(seed), remap)
         finally:
-            hot.end(token)
+            if hot is not None:
+                hot.end(token)
 
     def score_chunk(self, plan: Plan, chunk, part: int = 0):
         """(summed nll, predictions); ``part=1``: only the cluster part (clustered layers)."""

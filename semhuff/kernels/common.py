@@ -155,8 +155,6 @@ def add_to_contexts(syn0, ctx, k, err, mean, D):
             syn0[r, d] += err[d] * share
 
 
-
-
 @numba.njit(inline="always", nogil=True)
 def out_row(remap, row, HOT):
     """The row of the output weights that stands for output row ``row`` in this thread: with
