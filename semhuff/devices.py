@@ -106,6 +106,19 @@ class HotRows:
             self._free.append(t)
 
 
+def check_separate(*arrays) -> None:
+    """The training kernels are compiled on the promise that no two of their arrays overlap
+    (``kernels/compiler.py``: it lets LLVM keep rows in registers); a layer that breaks it
+    would train wrongly, silently. Raises ``ValueError`` instead."""
+    arrays = [a for a in arrays if isinstance(a, np.ndarray) and a.size]
+    for i, a in enumerate(arrays):
+        for b in arrays[i + 1:]:
+            if np.may_share_memory(a, b):
+                raise ValueError("the training kernel's arrays must not overlap (the input "
+                                 "vectors, the output weights and the layer's kernel_args() "
+                                 "share memory)")
+
+
 class CpuSession:
     """Hogwild threads on the host arrays: the kernels release the GIL and update ``syn0`` and
     the layer's weights in place, without locks (word2vec's and gensim's way)."""
@@ -161,11 +174,12 @@ class CpuSession:
     def train_chunk(self, plan: Plan, chunk, words_before: int, seed: int):
         fn = self._kernel(plan, score=False)
         hot = self.hot
+        weights = self.layer.weights if hot is None else hot.weights
+        larg, stats = self.layer.kernel_args(), self.layer.stats_array()
+        check_separate(self.syn0, weights, stats, *larg)
         token, remap = hot.begin() if hot is not None else (None, loop.NO_HOT)
         try:
-            return fn(chunk.ids, chunk.bounds, self.syn0,
-                      self.layer.weights if hot is None else hot.weights,
-                      self.layer.kernel_args(), self.layer.stats_array(), plan.keep_thr,
+            return fn(chunk.ids, chunk.bounds, self.syn0, weights, larg, stats, plan.keep_thr,
                       plan.window, plan.reduce_window, plan.alpha, plan.min_alpha, words_before,
                       plan.total_words, np.uint64(seed), remap)
         finally:

@@ -76,7 +76,7 @@ def _ns_predict(h, w, syn1neg, thr, alias, negative, alpha, err, rng, totals):
         if t == 0:
             target, label = w, 1
         else:
-            i = rng.u32() % len(alias)
+            i = (int(rng.u32()) * len(alias)) >> 32  # multiply-shift, not modulo
             target, label = (int(i) if rng.u32() < thr[i] else int(alias[i])), 0
             if target == w:
                 continue

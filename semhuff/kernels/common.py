@@ -58,6 +58,34 @@ def log_sigmoid(x):
 
 
 @numba.njit(inline="always", nogil=True)
+def _exp_nonpositive(x):
+    """exp(x) for -708 < x <= 0 without a libm call: exp(x / 1024) by its Taylor polynomial
+    (degree 13, |x / 1024| < 0.7), squared ten times; relative error below 1e-9."""
+    y = x * (1.0 / 1024.0)
+    p = 1.0
+    for i in range(13, 0, -1):
+        p = 1.0 + p * y / i
+    for _ in range(10):
+        p *= p
+    return p
+
+
+@numba.njit(inline="always", nogil=True)
+def log_sigmoid_clipped(x):
+    """log sigmoid(x) for |x| >= MAX_EXP (float64), as ``log_sigmoid`` but without calling
+    ``exp``/``log1p``: a call in the training loop, even on this rare branch, makes LLVM keep the
+    rows it holds in vector registers on the stack instead (every vector register is
+    caller-saved), which cost ~25% of the kernel. exp(-|x|) < 0.0025 here, so log1p is its
+    series to the fifth power (error < 1e-14)."""
+    a = -x if x >= 0 else x
+    e = 0.0 if a < -708.0 else _exp_nonpositive(a)
+    log1p = e * (1.0 - e * (0.5 - e * (1.0 / 3.0 - e * (0.25 - e * 0.2))))
+    if x >= 0:
+        return -log1p
+    return x - log1p
+
+
+@numba.njit(inline="always", nogil=True)
 def subsample_sentence(ids, start, end, keep_thr, out, state):
     """Copy ids[start:end] into ``out``, dropping each word w unless a uniform 32-bit draw is
     below keep_thr[w] (word2vec's down-sampling). Returns (n_kept, state)."""
@@ -116,16 +144,19 @@ def longest_sentence(bounds):
 
 @numba.njit(inline="always", nogil=True)
 def table_index(s):
-    """Bin of the sigmoid tables for a score strictly inside (-MAX_EXP, MAX_EXP)."""
-    return int((s + MAX_EXP) * TABLE_SCALE)
+    """Bin of the sigmoid tables for a score strictly inside (-MAX_EXP, MAX_EXP). Unsigned, so
+    Numba adds no negative-index fix-up to the table lookups (they are on every node)."""
+    return np.uint64((s + MAX_EXP) * TABLE_SCALE)
 
 
 @numba.njit(inline="always", nogil=True)
 def log_sigmoid_signed(logsig_table, idx, code):
     """log sigmoid(+s) for code 0 and log sigmoid(-s) for code 1, from the table bin of s
     (the table is symmetric: bin i of -s is bin SIZE-1-i of s). Branch-free on purpose: the
-    code bit is a coin flip, so a branch would mispredict half the time."""
-    return logsig_table[idx + code * (SIGMOID_TABLE_SIZE - 1 - 2 * idx)]
+    code bit is a coin flip, so a branch would mispredict half the time. Unsigned arithmetic
+    (``idx`` from ``table_index``): SIZE-1-2*idx wraps around and the sum wraps back."""
+    c = np.uint64(code)
+    return logsig_table[idx + c * (np.uint64(SIGMOID_TABLE_SIZE - 1) - np.uint64(2) * idx)]
 
 
 @numba.njit(inline="always", nogil=True)

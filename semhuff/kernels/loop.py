@@ -50,6 +50,7 @@ import numba
 import numpy as np
 
 from . import classes, hs, ns
+from .compiler import VECTOR_WIDTH, KernelCompiler, stack_row
 from .common import (add_to_contexts, alpha_at, context_mean, context_window, lcg_next, lcg_u32,
                      longest_sentence, subsample_sentence)
 
@@ -66,7 +67,7 @@ def _sources_digest() -> int:
     instead of loading stale code."""
     here = pathlib.Path(__file__).parent
     digest = hashlib.sha1()
-    for name in ("common.py", "hs.py", "ns.py", "classes.py", "loop.py"):
+    for name in ("common.py", "hs.py", "ns.py", "classes.py", "loop.py", "compiler.py"):
         digest.update((here / name).read_bytes())
     return int.from_bytes(digest.digest()[:7], "little")
 
@@ -110,19 +111,24 @@ def kernel(sg: bool, dim: int, body: int, batch_levels: int = 0, stats: bool = F
     SAT = bool(saturate)
     HOT = bool(hot) and OUT in (HS, NS, SO_HS)
     SRC = SOURCES
+    WIDTH = VECTOR_WIDTH  # keys the disk cache too: the width changes the code
 
     def loop(ids, bounds, syn0, weights, larg, word_stats, keep_thr, window, reduce, alpha0,
              min_alpha, words_before, total_words, seed, hot):
-        if SRC < 0:  # never: SRC only keys the disk cache (see _sources_digest); pruned
+        if SRC < 0 or WIDTH < 0:  # never: they only key the disk cache (_sources_digest)
             return 0.0, 0, 0
         state = np.uint64(seed)
         sent = np.empty(longest_sentence(bounds), np.int32)
         ctx = np.empty(2 * window, np.int32)
         neu = np.empty((2 * window, D), np.float32)
-        hidden = np.empty(D, np.float32)
-        work = np.empty(D, np.float32)  # HS skip-gram: the batched node's row; else the input's error
+        hidden = stack_row(D)
+        work = stack_row(D)  # HS skip-gram: the batched node's row; else the input's error
+        err = stack_row(D)  # HS skip-gram: a context's error along the deeper path nodes
         g = np.empty(2 * window, np.float32)
         one = np.zeros(1, np.int32)  # CBOW's one input row for ``classes.observe_tree``
+        noise = np.empty(0, np.uint64)  # NS: the noise words of a centre's predictions
+        if OUT == NS:
+            noise = np.empty(2 * window * larg[2], np.uint64)
         loss = 0.0
         pairs = 0
         trained = 0
@@ -146,7 +152,7 @@ def kernel(sg: bool, dim: int, body: int, batch_levels: int = 0, stats: bool = F
                 if SG:
                     if OUT == HS:
                         centre_loss = hs.sg_centre(syn0, weights, larg, ctx, k, w, alpha, neu,
-                                                   work, g, TOP, SAT, hot, HOT, D)
+                                                   work, err, g, TOP, SAT, hot, HOT, D)
                     elif OUT == SO_HS:
                         points, codes, lengths, q, lam, sample_thr, top_row, top_child = larg
                         state = lcg_next(state)
@@ -154,7 +160,7 @@ def kernel(sg: bool, dim: int, body: int, batch_levels: int = 0, stats: bool = F
                             classes.observe_tree(syn0, ctx, k, w, weights, q, lam, top_row,
                                                  top_child, D)
                         centre_loss = hs.sg_centre(syn0, weights, (points, codes, lengths), ctx,
-                                                   k, w, alpha, neu, work, g, TOP, SAT, hot,
+                                                   k, w, alpha, neu, work, err, g, TOP, SAT, hot,
                                                    HOT, D)
                     elif OUT == HS_SCORE:
                         for j in range(k):
@@ -169,11 +175,13 @@ def kernel(sg: bool, dim: int, body: int, batch_levels: int = 0, stats: bool = F
                             targets[pairs + j] = w
                             rates[pairs + j] = alpha
                     else:
+                        if OUT == NS:
+                            state = ns.draw(larg, k * larg[2], noise, weights, state, hot, HOT)
                         for j in range(k):
                             r = ctx[j]
                             if OUT == NS:
-                                nll, state = ns.predict(syn0[r], w, weights, larg, alpha, work,
-                                                        state, hot, HOT, D)
+                                nll = ns.predict(syn0[r], w, weights, larg, noise, j * larg[2],
+                                                 alpha, work, hot, HOT, D)
                             elif OUT == CLASS:
                                 nll, state = classes.predict(syn0[r], w, weights, larg, alpha,
                                                              work, state, D)
@@ -217,8 +225,9 @@ def kernel(sg: bool, dim: int, body: int, batch_levels: int = 0, stats: bool = F
                                 centre_loss, state = classes.predict(hidden, w, weights, larg,
                                                                      alpha, work, state, D)
                             elif OUT == NS:
-                                centre_loss, state = ns.predict(hidden, w, weights, larg, alpha,
-                                                                work, state, hot, HOT, D)
+                                state = ns.draw(larg, larg[2], noise, weights, state, hot, HOT)
+                                centre_loss = ns.predict(hidden, w, weights, larg, noise, 0,
+                                                         alpha, work, hot, HOT, D)
                             else:
                                 centre_loss, state = custom(hidden, w, weights, larg, alpha,
                                                             work, state)
@@ -231,7 +240,9 @@ def kernel(sg: bool, dim: int, body: int, batch_levels: int = 0, stats: bool = F
                     word_stats[w, 1] += centre_loss
         return loss, pairs, trained
 
-    return numba.njit(cache=custom is None, nogil=True, fastmath=True)(loop)
+    if custom is not None:  # a user's body: no promise about its arrays
+        return numba.njit(cache=False, nogil=True, fastmath=True)(loop)
+    return numba.njit(cache=True, nogil=True, fastmath=True, pipeline_class=KernelCompiler)(loop)
 
 
 def sg_kernel(dim: int, body: int, batch_levels: int = 0, stats: bool = False, custom=None,

@@ -11,7 +11,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .common import (LOG_SIGMOID_TABLE, MAX_EXP, SIGMOID_TABLE, lcg_next, lcg_u32, log_sigmoid,
+from .compiler import prefetch_row
+from .common import (LOG_SIGMOID_TABLE, MAX_EXP, SIGMOID_TABLE, SIGMOID_TABLE_SIZE, lcg_next, lcg_u32, log_sigmoid, log_sigmoid_clipped,
                      out_row, table_index)
 
 
@@ -54,11 +55,14 @@ def build_alias_table(weights):
 
 @numba.njit(inline="always", nogil=True)
 def draw_noise(alias_thr, alias_idx, state):
+    """A noise word (unsigned: no negative-index fix-ups) from the alias table: a uniform slot
+    by multiply-shift of a 32-bit draw (Lemire; a division would cost ~25 cycles of latency
+    per draw), then its alias unless a second draw is below the slot's threshold."""
     state = lcg_next(state)
-    i = np.int64(lcg_u32(state) % np.uint32(alias_idx.shape[0]))
+    i = (np.uint64(lcg_u32(state)) * np.uint64(alias_idx.shape[0])) >> np.uint64(32)
     state = lcg_next(state)
     if lcg_u32(state) >= alias_thr[i]:
-        i = alias_idx[i]
+        i = np.uint64(alias_idx[i])
     return i, state
 
 
@@ -71,33 +75,48 @@ def _gradient_and_loss(s, label, alpha, sig_table, logsig_table):
     else:
         f = sig_table[table_index(s)]
     if s >= MAX_EXP or s <= -MAX_EXP:
-        nll = -log_sigmoid(np.float64(s) if label > 0.5 else -np.float64(s))
+        nll = -log_sigmoid_clipped(np.float64(s) if label > 0.5 else -np.float64(s))
     else:
         idx = table_index(s)
-        nll = -logsig_table[idx] if label > 0.5 else -logsig_table[logsig_table.shape[0] - 1 - idx]
+        nll = -logsig_table[idx] if label > 0.5 else -logsig_table[np.uint64(SIGMOID_TABLE_SIZE - 1) - idx]
     return (label - f) * alpha, nll
 
 
 @numba.njit(inline="always", nogil=True)
-def predict(h, w, syn1neg, larg, alpha, err, state, hot, HOT, D):
+def draw(larg, n, noise, syn1neg, state, hot, HOT):
+    """The next ``n`` noise words into ``noise[:n]``, in the order the predictions use them, and
+    a prefetch of each one's row: a centre's predictions draw all their noise words first, so
+    the rows (random ones, mostly beyond the L2 cache) are on their way while the earlier
+    predictions compute. The random stream is the same as drawing them one by one."""
+    alias_thr, alias_idx, _ = larg
+    for t in range(n):
+        target, state = draw_noise(alias_thr, alias_idx, state)
+        noise[t] = target
+        prefetch_row(syn1neg, out_row(hot, target, HOT))
+    return state
+
+
+@numba.njit(inline="always", nogil=True)
+def predict(h, w, syn1neg, larg, noise, first, alpha, err, hot, HOT, D):
     """One negative-sampling prediction of word ``w`` from the input vector ``h``: the true word
-    and ``negative`` noise words (a noise draw equal to ``w`` is skipped, as in word2vec).
-    ``larg`` is the layer's ``(alias_thr, alias_idx, negative)``. Updates the output rows, sets
-    ``err`` to the input's error. Returns (nll, state)."""
-    alias_thr, alias_idx, negative = larg
+    and the ``negative`` noise words ``noise[first:first + negative]`` (from ``draw``; one equal
+    to ``w`` is skipped, as in word2vec). ``larg`` is the layer's ``(alias_thr, alias_idx,
+    negative)``. Updates the output rows, sets ``err`` to the input's error. Returns the nll."""
+    negative = larg[2]
     loss = 0.0
     for d in range(D):
         err[d] = 0.0
+    word = np.uint64(w)
     for t in range(negative + 1):
         if t == 0:
-            target = w
+            target = word
             label = np.float32(1.0)
         else:
-            target, state = draw_noise(alias_thr, alias_idx, state)
-            if target == w:
+            target = noise[first + t - 1]
+            if target == word:
                 continue
             label = np.float32(0.0)
-        target = out_row(hot, target, HOT)
+        target = np.uint64(out_row(hot, target, HOT))
         s = np.float32(0.0)
         for d in range(D):
             s += h[d] * syn1neg[target, d]
@@ -107,4 +126,4 @@ def predict(h, w, syn1neg, larg, alpha, err, state, hot, HOT, D):
             err[d] += gg * syn1neg[target, d]
         for d in range(D):
             syn1neg[target, d] += gg * h[d]
-    return loss, state
+    return loss
