@@ -25,8 +25,9 @@ after a warm-up, so compile time and start-up are excluded (``bench_train --mode
 
 ``--quality``: instead, the quality the private hot rows cost. Whole ``train()`` runs with two
 workers (``--epochs``, default 5, on ``--tokens``, default the whole corpus), once per seed,
-for: plain Hogwild (no private rows), private hot rows merged whole (share 1) and averaged
-(share 1/2); WS353 and SimLex-999 Spearman and Google analogy accuracy (top 30k words), each
+for (``--merge``): plain Hogwild (no private rows), private hot rows (``--hot-rows``, default
+the layer's) merged whole (share 1) and averaged (share 1/2); WS353 and SimLex-999 Spearman and
+Google analogy accuracy (top 30k words), each
 as the mean and half-range over the seeds, with words/s.
 """
 from __future__ import annotations
@@ -119,8 +120,9 @@ def run(path, loss, hs_order, repeats, hot_rows, share):
               f"thread)")
 
 
-QUALITY_WAYS = (("Hogwild, no private rows", 0, 1.0), ("private hot rows, share 1", None, 1.0),
-                ("private hot rows, share 1/2", None, 0.5))
+QUALITY_WAYS = {"none": ("Hogwild, no private rows", 0, 1.0),
+                "sum": ("private hot rows, share 1", None, 1.0),
+                "average": ("private hot rows, share 1/2", None, 0.5)}
 
 
 def run_quality(path, tokens, loss, args):
@@ -129,7 +131,10 @@ def run_quality(path, tokens, loss, args):
     print(f"{'way':30s} | words/s   |  WS353 (±)       SimLex (±)      analogy (±)")
     default = (CpuSession.HOT_ROWS, CpuSession.HOT_SHARE)
     try:
-        for name, rows, share in QUALITY_WAYS:
+        for way in args.merge:
+            name, rows, share = QUALITY_WAYS[way]
+            if rows is None and args.hot_rows is not None:
+                name, rows = f"{name} ({args.hot_rows} rows)", args.hot_rows
             CpuSession.HOT_ROWS, CpuSession.HOT_SHARE = rows, share
             runs = []
             for seed in args.seeds:
@@ -164,6 +169,8 @@ def main(argv=None) -> int:
                         "layer's HOT_MERGE)")
     p.add_argument("--quality", action="store_true",
                    help="measure the quality of the merge rules instead of the speed")
+    p.add_argument("--merge", nargs="+", choices=tuple(QUALITY_WAYS), default=list(QUALITY_WAYS),
+                   help="with --quality: the merge rules to measure (none = plain Hogwild)")
     p.add_argument("--seeds", type=int, nargs="+", default=[1, 2])
     args = parse_bench_args(p, argv, "bench_threads")
     if args is None:

@@ -60,7 +60,8 @@ def log_sigmoid(x):
 @numba.njit(inline="always", nogil=True)
 def _exp_nonpositive(x):
     """exp(x) for -708 < x <= 0 without a libm call: exp(x / 1024) by its Taylor polynomial
-    (degree 13, |x / 1024| < 0.7), squared ten times; relative error below 1e-9."""
+    (degree 13, |x / 1024| < 0.7), squared ten times; relative error about 1e-13 for
+    x > -300, below 2e-10 down to the underflow (tested against libm)."""
     y = x * (1.0 / 1024.0)
     p = 1.0
     for i in range(13, 0, -1):

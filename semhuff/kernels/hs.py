@@ -16,15 +16,16 @@ prediction that is confidently *wrong* is then never corrected. With ``saturate=
 score gets the saturated gradient (sigmoid taken as exactly 0 or 1), as word2vec's negative
 sampling does: no update when the saturated prediction is right, a full one when it is wrong.
 The training loss (negative log-likelihood, nats) is accumulated in float64 from a log-sigmoid
-table at the same bins, and exactly beyond the clip; scoring (``score_path``) is exact float64.
+table at the same bins, and beyond the clip from ``log_sigmoid_clipped`` (float64, no libm call,
+relative error ~1e-13); scoring (``score_path``) is exact float64.
 """
 from __future__ import annotations
 
 import numba
 import numpy as np
 
-from .common import (LOG_SIGMOID_TABLE, MAX_EXP, SIGMOID_TABLE, log_sigmoid, log_sigmoid_clipped, log_sigmoid_signed,
-                     out_row, table_index)
+from .common import (LOG_SIGMOID_TABLE, MAX_EXP, SIGMOID_TABLE, log_sigmoid, log_sigmoid_clipped,
+                     log_sigmoid_signed, table_index)
 
 
 @numba.njit(inline="always", nogil=True)
@@ -43,15 +44,28 @@ def _gradient(s, code, alpha, saturate):
 
 
 @numba.njit(inline="always", nogil=True)
-def walk_path(h, w, syn1, points, codes, lengths, alpha, first, err, saturate, hot, HOT, D):
-    """Prediction of word ``w`` from the input vector ``h`` over the path nodes from depth
-    ``first`` down, node by node in word2vec's order: updates the node rows and adds the
-    input's error to ``err``. Returns the negative log-likelihood."""
+def path_rows(points, w, depth, buf, hot, HOT):
+    """The output rows of ``w``'s path nodes: ``points[w]`` itself, or with private hot rows
+    (``HOT``) their rows through the thread's map, looked up once per centre into ``buf``
+    instead of once per context and node."""
+    path = points[w]
+    if HOT:
+        for i in range(np.uint64(depth)):
+            buf[i] = hot[path[i]]
+        return buf
+    return path
+
+
+@numba.njit(inline="always", nogil=True)
+def walk_path(h, rows, bits, first, depth, syn1, alpha, err, saturate, D):
+    """Prediction of a word from the input vector ``h`` over its path nodes ``first`` to
+    ``depth`` (their output rows ``rows``, code bits ``bits``), node by node in word2vec's
+    order: updates the node rows and adds the input's error to ``err``. Returns the negative
+    log-likelihood."""
     loss = 0.0
-    path, bits = points[w], codes[w]
     # unsigned indices: Numba adds no negative-index fix-up to each access (~10% of the loop)
-    for i in range(np.uint64(first), np.uint64(lengths[w])):
-        node = np.uint64(out_row(hot, path[i], HOT))
+    for i in range(np.uint64(first), np.uint64(depth)):
+        node = np.uint64(rows[i])
         code = bits[i]
         s = np.float32(0.0)
         for d in range(D):
@@ -66,18 +80,20 @@ def walk_path(h, w, syn1, points, codes, lengths, alpha, first, err, saturate, h
 
 
 @numba.njit(inline="always", nogil=True)
-def predict(h, w, syn1, larg, alpha, err, state, saturate, hot, HOT, D):
-    """One prediction (the CBOW body): ``err`` is set to the input's error. Returns
-    (nll, state); HS draws no random numbers."""
+def predict(h, w, syn1, larg, alpha, err, rowbuf, saturate, hot, HOT, D):
+    """One prediction (the CBOW body): ``err`` is set to the input's error. Returns the nll
+    (HS draws no random numbers)."""
     points, codes, lengths = larg
     for d in range(D):
         err[d] = 0.0
-    return walk_path(h, w, syn1, points, codes, lengths, alpha, 0, err, saturate, hot, HOT,
-                     D), state
+    depth = lengths[w]
+    return walk_path(h, path_rows(points, w, depth, rowbuf, hot, HOT), codes[w], 0, depth, syn1,
+                     alpha, err, saturate, D)
 
 
 @numba.njit(inline="always", nogil=True)
-def sg_centre(syn0, syn1, larg, ctx, k, w, alpha, neu, prow, err, g, top, saturate, hot, HOT, D):
+def sg_centre(syn0, syn1, larg, ctx, k, w, alpha, neu, prow, err, g, rowbuf, top, saturate, hot,
+              HOT, D):
     """Skip-gram: the ``k`` context words ``ctx[:k]`` each predict ``w``. The top ``top`` path
     nodes are batched over the contexts, the rest walked context by context; each context
     vector receives its error after its whole path. Returns the summed nll."""
@@ -87,12 +103,12 @@ def sg_centre(syn0, syn1, larg, ctx, k, w, alpha, neu, prow, err, g, top, satura
     for j in range(n):
         for d in range(D):
             neu[j, d] = 0.0
-    path, bits = points[w], codes[w]
     depth = lengths[w]
+    rows, bits = path_rows(points, w, depth, rowbuf, hot, HOT), codes[w]
     if top > depth:
         top = depth
     for i in range(np.uint64(top)):
-        node = np.uint64(out_row(hot, path[i], HOT))
+        node = np.uint64(rows[i])
         code = bits[i]
         for d in range(D):
             prow[d] = syn1[node, d]
@@ -114,8 +130,7 @@ def sg_centre(syn0, syn1, larg, ctx, k, w, alpha, neu, prow, err, g, top, satura
         r = np.uint64(ctx[j])
         for d in range(D):
             err[d] = neu[j, d]
-        loss += walk_path(syn0[r], w, syn1, points, codes, lengths, alpha, top, err, saturate,
-                          hot, HOT, D)
+        loss += walk_path(syn0[r], rows, bits, top, depth, syn1, alpha, err, saturate, D)
         for d in range(D):
             syn0[r, d] += err[d]
     return loss

@@ -27,7 +27,12 @@ kernels capture the user's body and are therefore compiled per process (``cache=
 Each factory is specialised on the vector dimension (a compile-time constant makes every
 ``for d in range(D)`` loop a fixed-length, fully vectorised one: about 1.35x faster at D=100
 than a run-time D). Numba's disk cache keys closures by their captured constants, so each
-combination is compiled once per machine, not once per process.
+combination is compiled once per machine, not once per process. The built-in kernels go through
+``compiler.KernelCompiler``: their array arguments are promised not to overlap and they use the
+CPU's full vector width, so the input vector and the error stay in registers along a path; the
+D-float scratch rows live on the stack (``compiler.stack_row``). Together with no libm call and
+unsigned indices in the bodies, this made the HS kernel 1.65x and the NS kernel 1.74x faster
+(docs/performance.md, "What made the kernels fast").
 
 Arguments of every kernel: ``(ids, bounds, syn0, weights, larg, stats, keep_thr, window, reduce,
 alpha0, min_alpha, words_before, total_words, seed, hot)``; ``larg`` is the layer's tuple of arrays
@@ -129,6 +134,9 @@ def kernel(sg: bool, dim: int, body: int, batch_levels: int = 0, stats: bool = F
         noise = np.empty(0, np.uint64)  # NS: the noise words of a centre's predictions
         if OUT == NS:
             noise = np.empty(2 * window * larg[2], np.uint64)
+        rowbuf = np.empty(0, np.int32)  # HS with private hot rows: a path's output rows
+        if OUT == HS or OUT == SO_HS:
+            rowbuf = np.empty(larg[0].shape[1], np.int32)
         loss = 0.0
         pairs = 0
         trained = 0
@@ -152,7 +160,7 @@ def kernel(sg: bool, dim: int, body: int, batch_levels: int = 0, stats: bool = F
                 if SG:
                     if OUT == HS:
                         centre_loss = hs.sg_centre(syn0, weights, larg, ctx, k, w, alpha, neu,
-                                                   work, err, g, TOP, SAT, hot, HOT, D)
+                                                   work, err, g, rowbuf, TOP, SAT, hot, HOT, D)
                     elif OUT == SO_HS:
                         points, codes, lengths, q, lam, sample_thr, top_row, top_child = larg
                         state = lcg_next(state)
@@ -160,8 +168,8 @@ def kernel(sg: bool, dim: int, body: int, batch_levels: int = 0, stats: bool = F
                             classes.observe_tree(syn0, ctx, k, w, weights, q, lam, top_row,
                                                  top_child, D)
                         centre_loss = hs.sg_centre(syn0, weights, (points, codes, lengths), ctx,
-                                                   k, w, alpha, neu, work, err, g, TOP, SAT, hot,
-                                                   HOT, D)
+                                                   k, w, alpha, neu, work, err, g, rowbuf, TOP,
+                                                   SAT, hot, HOT, D)
                     elif OUT == HS_SCORE:
                         for j in range(k):
                             centre_loss += hs.score_path(syn0[ctx[j]], w, weights, larg, D)
@@ -210,17 +218,17 @@ def kernel(sg: bool, dim: int, body: int, batch_levels: int = 0, stats: bool = F
                             centre_loss = classes.score(hidden, w, weights, larg, D)
                         else:
                             if OUT == HS:
-                                centre_loss, state = hs.predict(hidden, w, weights, larg, alpha,
-                                                                work, state, SAT, hot, HOT, D)
+                                centre_loss = hs.predict(hidden, w, weights, larg, alpha, work,
+                                                         rowbuf, SAT, hot, HOT, D)
                             elif OUT == SO_HS:
                                 points, codes, lengths, q, lam, sample_thr, top_row, top_child = larg
                                 state = lcg_next(state)
                                 if lcg_u32(state) < sample_thr[w]:
                                     classes.observe_tree(hidden.reshape((1, D)), one, 1, w,
                                                          weights, q, lam, top_row, top_child, D)
-                                centre_loss, state = hs.predict(hidden, w, weights,
-                                                                (points, codes, lengths), alpha,
-                                                                work, state, SAT, hot, HOT, D)
+                                centre_loss = hs.predict(hidden, w, weights,
+                                                         (points, codes, lengths), alpha, work,
+                                                         rowbuf, SAT, hot, HOT, D)
                             elif OUT == CLASS:
                                 centre_loss, state = classes.predict(hidden, w, weights, larg,
                                                                      alpha, work, state, D)

@@ -4,16 +4,22 @@ the noise distribution, word2vec semantics.
 Each (context, centre) pair draws ``negative`` fresh noise words from the unigram^0.75
 distribution. Noise words are drawn with Walker's alias method (O(1) a draw, 2 arrays of V
 entries) instead of word2vec's 1e8-entry table or gensim's binary search over a cumulative
-table. Scores beyond +-MAX_EXP are clipped (the gradient saturates), as in word2vec.
+table (a uniform slot by multiply-shift, then its alias). Scores beyond +-MAX_EXP are clipped
+(the gradient saturates), as in word2vec.
+
+A centre's predictions draw all their noise words first (``draw``, the same random stream as
+drawing them one by one) and prefetch their rows: the noise rows are random ones, mostly beyond
+the L2 cache, and fetching them while the earlier predictions compute made the skip-gram NS
+kernel 1.5x faster.
 """
 from __future__ import annotations
 
 import numba
 import numpy as np
 
+from .common import (LOG_SIGMOID_TABLE, MAX_EXP, SIGMOID_TABLE, SIGMOID_TABLE_SIZE, lcg_next,
+                     lcg_u32, log_sigmoid_clipped, out_row, table_index)
 from .compiler import prefetch_row
-from .common import (LOG_SIGMOID_TABLE, MAX_EXP, SIGMOID_TABLE, SIGMOID_TABLE_SIZE, lcg_next, lcg_u32, log_sigmoid, log_sigmoid_clipped,
-                     out_row, table_index)
 
 
 @numba.njit(cache=True, nogil=True)
