@@ -67,7 +67,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "4 tree levels, word2vec's below: scales best across threads)")
     g.add_argument("--clip", choices=("skip", "saturate"),
                    help="--loss hs, a score beyond +-6: no update as word2vec (skip, default), or "
-                        "the saturated gradient, which corrects confidently wrong predictions")
+                        "the saturated gradient, which corrects confidently wrong predictions "
+                        "(measured: the same loss curve and quality; docs/performance.md)")
     g.add_argument("--similarity", help="similarity knowledge for --tree semhuff: wordnet, a pairs file or a vectors file")
     g = p.add_argument_group("clusters (--tree self-organized; --loss class)")
     g.add_argument("--clusters", type=int, help="number of clusters (default: about sqrt(V))")

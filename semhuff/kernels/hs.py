@@ -24,8 +24,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .common import (LOG_SIGMOID_TABLE, MAX_EXP, SIGMOID_TABLE, log_sigmoid, log_sigmoid_clipped,
-                     log_sigmoid_signed, table_index)
+from .common import (MAX_EXP, NLL_BY_CODE, SIGMOID_TABLE, log_sigmoid, log_sigmoid_clipped,
+                     table_index)
 
 
 @numba.njit(inline="always", nogil=True)
@@ -40,7 +40,7 @@ def _gradient(s, code, alpha, saturate):
         return (np.float32(1 - code) - f) * alpha, nll
     idx = table_index(s)
     return ((np.float32(1 - code) - SIGMOID_TABLE[idx]) * alpha,
-            -log_sigmoid_signed(LOG_SIGMOID_TABLE, idx, code))
+            NLL_BY_CODE[np.uint64(code), idx])
 
 
 @numba.njit(inline="always", nogil=True)

@@ -30,9 +30,10 @@ than a run-time D). Numba's disk cache keys closures by their captured constants
 combination is compiled once per machine, not once per process. The built-in kernels go through
 ``compiler.KernelCompiler``: their array arguments are promised not to overlap and they use the
 CPU's full vector width, so the input vector and the error stay in registers along a path; the
-D-float scratch rows live on the stack (``compiler.stack_row``). Together with no libm call and
-unsigned indices in the bodies, this made the HS kernel 1.65x and the NS kernel 1.74x faster
-(docs/performance.md, "What made the kernels fast").
+D-float scratch rows live on the stack (``compiler.stack_row``). With no libm call, unsigned
+indices and one table lookup for the loss in the bodies (and NS's prefetched noise rows), this
+made the HS kernel about 1.8x and the NS kernel 1.7x faster (docs/performance.md, "What made the
+kernels fast").
 
 Arguments of every kernel: ``(ids, bounds, syn0, weights, larg, stats, keep_thr, window, reduce,
 alpha0, min_alpha, words_before, total_words, seed, hot)``; ``larg`` is the layer's tuple of arrays

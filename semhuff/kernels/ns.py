@@ -17,8 +17,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .common import (LOG_SIGMOID_TABLE, MAX_EXP, SIGMOID_TABLE, SIGMOID_TABLE_SIZE, lcg_next,
-                     lcg_u32, log_sigmoid_clipped, out_row, table_index)
+from .common import (MAX_EXP, NLL_BY_CODE, SIGMOID_TABLE, lcg_next, lcg_u32, log_sigmoid_clipped,
+                     out_row, table_index)
 from .compiler import prefetch_row
 
 
@@ -73,19 +73,15 @@ def draw_noise(alias_thr, alias_idx, state):
 
 
 @numba.njit(inline="always", nogil=True)
-def _gradient_and_loss(s, label, alpha, sig_table, logsig_table):
-    if s >= MAX_EXP:
-        f = np.float32(1.0)
-    elif s <= -MAX_EXP:
-        f = np.float32(0.0)
-    else:
-        f = sig_table[table_index(s)]
+def _gradient_and_loss(s, label, alpha):
+    """(gradient factor, nll) of one binary prediction with label 1 or 0: beyond the clip the
+    saturated gradient (sigmoid 0 or 1) and the exact nll, inside it the tables."""
     if s >= MAX_EXP or s <= -MAX_EXP:
-        nll = -log_sigmoid_clipped(np.float64(s) if label > 0.5 else -np.float64(s))
-    else:
-        idx = table_index(s)
-        nll = -logsig_table[idx] if label > 0.5 else -logsig_table[np.uint64(SIGMOID_TABLE_SIZE - 1) - idx]
-    return (label - f) * alpha, nll
+        f = np.float32(1.0) if s >= MAX_EXP else np.float32(0.0)
+        return (label - f) * alpha, -log_sigmoid_clipped(np.float64(s) if label > 0.5
+                                                         else -np.float64(s))
+    idx = table_index(s)
+    return (label - SIGMOID_TABLE[idx]) * alpha, NLL_BY_CODE[np.uint64(label < 0.5), idx]
 
 
 @numba.njit(inline="always", nogil=True)
@@ -126,7 +122,7 @@ def predict(h, w, syn1neg, larg, noise, first, alpha, err, hot, HOT, D):
         s = np.float32(0.0)
         for d in range(D):
             s += h[d] * syn1neg[target, d]
-        gg, nll = _gradient_and_loss(s, label, alpha, SIGMOID_TABLE, LOG_SIGMOID_TABLE)
+        gg, nll = _gradient_and_loss(s, label, alpha)
         loss += nll
         for d in range(D):
             err[d] += gg * syn1neg[target, d]
