@@ -17,8 +17,8 @@ and the ratios.
 ``--mode whole`` (whole process): every run is a fresh process, from its start to the written
 word2vec ``.bin`` file: gensim in ``python -c`` (it imports gensim only), semhuff as the real
 ``semhuff-train`` command. The two alternate (gensim, semhuff, gensim, semhuff, ...), ``--repeats``
-times each (at least 3; run i uses seed i), after one untimed warm-up run of each per loss on a
-tiny file (Numba's kernel cache, the OS's file cache). It prints the min / median / max of the
+times each (at least 3; run i uses seed i), after one untimed warm-up run of each per loss and
+thread count on a tiny file (Numba's kernel cache, the OS's file cache). It prints the min / median / max of the
 wall seconds and of the CPU seconds (user + sys of the child), the ratio gensim / semhuff of the
 medians, quality (mean and half-range over the runs, from the written files) and the start-up of
 ``python -c "import semhuff"`` (and of gensim; medians of 3).
@@ -207,10 +207,14 @@ def bench_whole(path, args, folder) -> dict:
     keep = args.keep_vectors
     if keep:
         os.makedirs(keep, exist_ok=True)
-    for loss in args.loss:  # untimed: compiles (or loads) semhuff's kernels, warms the file cache
-        for name in SYSTEMS:
-            out = os.path.join(folder, "warmup.bin")
-            timed_child(child_command(name, warm, out, loss, 1, 1, args), f"{name} warm-up", args.timeout)
+    # untimed: compiles (or loads) semhuff's kernels, warms the file cache; per thread count too,
+    # since two or more workers use other kernels (private hot rows)
+    for loss in args.loss:
+        for threads in args.threads:
+            for name in SYSTEMS:
+                out = os.path.join(folder, "warmup.bin")
+                timed_child(child_command(name, warm, out, loss, threads, 1, args),
+                            f"{name} warm-up", args.timeout)
     rows = []
     for loss in args.loss:
         for threads in args.threads:

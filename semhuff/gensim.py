@@ -38,8 +38,6 @@ import os
 import time
 from collections import defaultdict
 
-import numpy as np
-
 from . import model as _model
 from .corpus import as_corpus, is_one_shot
 from .errors import ModelFileError, UnsupportedArgument

@@ -10,7 +10,6 @@ import pytest
 import naive
 from semhuff import Word2Vec
 from semhuff.errors import OptionError
-from semhuff.hooks import HookContext
 from semhuff.kernels import classes, hs, loop
 from semhuff.layers import ClassSoftmax, SelfOrganizedHS
 from semhuff.layers.organizer import SelfOrganizer
