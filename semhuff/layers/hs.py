@@ -29,9 +29,11 @@ class HierarchicalSoftmax(OutputLayer):
     MIXED_LEVELS = 4
     # Private top-of-tree rows for each thread (devices.HotRows), averaged when merged: nearly
     # every prediction updates them, so each thread's copy settles within a chunk and summing
-    # two settled changes overshoots (-2.2 analogy points); averaged, 1,024 rows train as well as
-    # plain Hogwild and two threads run 1.79x one (256: 1.67x; docs/performance.md).
-    HOT_ROWS = 1024
+    # two settled changes overshoots (-2.2 analogy points); averaging costs 0.3. 1,024 rows ran
+    # two threads 1.79x one (256: 1.67x) and trained as well on the full corpus, but worse on
+    # small ones (2M-token prefix, 3 seeds: WS353 0.266-0.267 vs 0.276-0.279 with 256; plain
+    # Hogwild 0.285), so 256 (docs/performance.md).
+    HOT_ROWS = 256
     HOT_MERGE = "average"
     _BATCH_LEVELS = {"word2vec": 0, "mixed": MIXED_LEVELS, "batched": 1 << 30}
 
