@@ -7,7 +7,7 @@ keep a row in registers.
   path node: ~6 row loads and 2 row stores per node. With it they stay in registers across the
   whole path: ~1 row load and 1 row store per node. The callers guarantee the promise: the
   input vectors, the output rows and every array of a layer's state are separate buffers
-  (``devices.CpuSession`` checks it once).
+  (``devices.check_separate``, before every chunk ``CpuSession`` trains).
 * **The vector width the CPU can do**: LLVM's tuning for many Intel CPUs with AVX-512 prefers
   256-bit vectors; a 100-float row is then 13 vector operations instead of 7, and the input
   vector, the error and the row no longer fit in the 32 vector registers together. The

@@ -132,11 +132,11 @@ def kernel(sg: bool, dim: int, body: int, batch_levels: int = 0, stats: bool = F
         err = stack_row(D)  # HS skip-gram: a context's error along the deeper path nodes
         g = np.empty(2 * window, np.float32)
         one = np.zeros(1, np.int32)  # CBOW's one input row for ``classes.observe_tree``
-        noise = np.empty(0, np.uint64)  # NS: the noise words of a centre's predictions
+        noise = np.empty(0, np.uint64)  # NS: the noise rows of a centre's predictions
         if OUT == NS:
             noise = np.empty(2 * window * larg[2], np.uint64)
         rowbuf = np.empty(0, np.int32)  # HS with private hot rows: a path's output rows
-        if OUT == HS or OUT == SO_HS:
+        if HOT and (OUT == HS or OUT == SO_HS):
             rowbuf = np.empty(larg[0].shape[1], np.int32)
         loss = 0.0
         pairs = 0

@@ -86,29 +86,32 @@ def _gradient_and_loss(s, label, alpha):
 
 @numba.njit(inline="always", nogil=True)
 def draw(larg, n, noise, syn1neg, state, hot, HOT):
-    """The next ``n`` noise words into ``noise[:n]``, in the order the predictions use them, and
-    a prefetch of each one's row: a centre's predictions draw all their noise words first, so
-    the rows (random ones, mostly beyond the L2 cache) are on their way while the earlier
-    predictions compute. The random stream is the same as drawing them one by one."""
+    """The output rows of the next ``n`` noise words (through the thread's hot-row map) into
+    ``noise[:n]``, in the order the predictions use them, and a prefetch of each row: a centre's
+    predictions draw all their noise words first, so the rows (random ones, mostly beyond the
+    L2 cache) are on their way while the earlier predictions compute. The random stream is the
+    same as drawing them one by one."""
     alias_thr, alias_idx, _ = larg
     for t in range(n):
         target, state = draw_noise(alias_thr, alias_idx, state)
-        noise[t] = target
-        prefetch_row(syn1neg, out_row(hot, target, HOT))
+        row = np.uint64(out_row(hot, target, HOT))
+        noise[t] = row
+        prefetch_row(syn1neg, row)
     return state
 
 
 @numba.njit(inline="always", nogil=True)
 def predict(h, w, syn1neg, larg, noise, first, alpha, err, hot, HOT, D):
     """One negative-sampling prediction of word ``w`` from the input vector ``h``: the true word
-    and the ``negative`` noise words ``noise[first:first + negative]`` (from ``draw``; one equal
-    to ``w`` is skipped, as in word2vec). ``larg`` is the layer's ``(alias_thr, alias_idx,
-    negative)``. Updates the output rows, sets ``err`` to the input's error. Returns the nll."""
+    and the ``negative`` noise words whose rows are ``noise[first:first + negative]`` (from
+    ``draw``; one equal to ``w`` is skipped, as in word2vec: the map is one-to-one, so comparing
+    rows compares words). ``larg`` is the layer's ``(alias_thr, alias_idx, negative)``. Updates
+    the output rows, sets ``err`` to the input's error. Returns the nll."""
     negative = larg[2]
     loss = 0.0
     for d in range(D):
         err[d] = 0.0
-    word = np.uint64(w)
+    word = np.uint64(out_row(hot, w, HOT))
     for t in range(negative + 1):
         if t == 0:
             target = word
@@ -118,7 +121,6 @@ def predict(h, w, syn1neg, larg, noise, first, alpha, err, hot, HOT, D):
             if target == word:
                 continue
             label = np.float32(0.0)
-        target = np.uint64(out_row(hot, target, HOT))
         s = np.float32(0.0)
         for d in range(D):
             s += h[d] * syn1neg[target, d]
