@@ -22,12 +22,15 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Iterator, List, Optional, Tuple
 
 import numba
 import numpy as np
 
-from .corpus import BLOCK_BYTES, _MAX_TOKEN_CHARS, Corpus, _reject_binary, is_url, open_binary
+from .corpus import (BLOCK_BYTES, _MAX_TOKEN_CHARS, Corpus, _reject_binary, compression, is_url,
+                     open_binary)
 from .encode import Chunk
 
 logger = logging.getLogger(__name__)
@@ -38,6 +41,10 @@ FNV_PRIME = np.uint64(0x100000001B3)
 
 class NeedsPython(Exception):
     """This file must be read by the Python path (invalid UTF-8, or a giant token)."""
+
+    def __init__(self, path: str, reason: str):
+        super().__init__(f"{path}: {reason}")
+        self.path = path
 
 
 # -- bytes ---------------------------------------------------------------------------------------
@@ -162,17 +169,40 @@ class Table:
         """Double the entries (and slots) if they are half full; make the arena hold
         ``need_arena`` more bytes."""
         if self.n >= self.key_start.shape[0] - 1:
-            size = self.key_start.shape[0] * 2
-            for name in ("key_start", "key_len", "hashes", "values"):
-                old = getattr(self, name)
-                grown = np.zeros(size, old.dtype)
-                grown[:self.n] = old[:self.n]
-                setattr(self, name, grown)
-            self.slots = _rehash(self.hashes, self.n, size * 2)
-        if self.arena_used + need_arena > self.arena.shape[0]:
-            grown = np.zeros(max(2 * self.arena.shape[0], self.arena_used + need_arena), np.uint8)
+            self._resize(self.key_start.shape[0] * 2)
+        self._reserve_arena(need_arena)
+
+    def reserve(self, entries: int, arena_bytes: int) -> None:
+        """Room for ``entries`` more entries and ``arena_bytes`` more key bytes."""
+        size = self.key_start.shape[0]
+        while self.n + entries >= size - 1:
+            size *= 2
+        if size != self.key_start.shape[0]:
+            self._resize(size)
+        self._reserve_arena(arena_bytes)
+
+    def _resize(self, size: int) -> None:
+        for name in ("key_start", "key_len", "hashes", "values"):
+            old = getattr(self, name)
+            grown = np.zeros(size, old.dtype)
+            grown[:self.n] = old[:self.n]
+            setattr(self, name, grown)
+        self.slots = _rehash(self.hashes, self.n, size * 2)
+
+    def _reserve_arena(self, need: int) -> None:
+        if self.arena_used + need > self.arena.shape[0]:
+            grown = np.zeros(max(2 * self.arena.shape[0], self.arena_used + need), np.uint8)
             grown[:self.arena_used] = self.arena[:self.arena_used]
             self.arena = grown
+
+    def merge(self, other: "Table") -> np.ndarray:
+        """Add ``other``'s counts; its new words follow in its order. Returns the map from
+        ``other``'s entries to this table's."""
+        self.reserve(other.n, other.arena_used)
+        remap, self.n, self.arena_used = _merge_into(
+            *self.arrays(), self.n, self.arena_used, other.key_start, other.key_len,
+            other.hashes, other.values, other.arena, other.n)
+        return remap
 
     def keys(self) -> List[bytes]:
         raw = self.arena[:self.arena_used].tobytes()
@@ -224,19 +254,46 @@ def _insert_all(blob, starts, lengths, slots, key_start, key_len, hashes, values
     return n, used
 
 
+@numba.njit(cache=True, nogil=True)
+def _merge_into(slots, key_start, key_len, hashes, values, arena, n, used, start1, len1, hashes1,
+                values1, arena1, n1):
+    remap = np.empty(n1, np.int32)
+    for e1 in range(n1):
+        a, b, h = start1[e1], start1[e1] + len1[e1], hashes1[e1]
+        s, e = _find(arena1, a, b, h, slots, key_start, key_len, hashes, arena)
+        if e < 0:
+            slots[s] = n
+            key_start[n] = used
+            key_len[n] = b - a
+            hashes[n] = h
+            values[n] = 0
+            arena[used:used + b - a] = arena1[a:b]
+            used += b - a
+            e = n
+            n += 1
+        values[e] += values1[e1]
+        remap[e1] = e
+    return remap, n, used
+
+
 # -- the scanner -----------------------------------------------------------------------------------
 
-COUNT, ENCODE = 0, 1
-DONE, GROW, PRUNE, CHUNK = 0, 1, 2, 3
+COUNT, ENCODE, RECORD = 0, 1, 2
+DONE, GROW, PRUNE, CHUNK, FULL = 0, 1, 2, 3, 4
 GO = -1  # a piece ended and scanning goes on
+PIECE_END = np.int32(-(1 << 31))  # RECORD: the sign bit marks the last token of a piece
 
 
 @numba.njit(inline="always", nogil=True)
-def _end_piece(mode, prune_at, n_entries, bounds, nb, k, raw, chunk_words):
-    """A piece ends: COUNT stops for pruning past ``prune_at`` entries; ENCODE closes the piece
-    in the chunk and stops when the chunk holds ``chunk_words`` raw tokens. (nb, status)"""
+def _end_piece(mode, prune_at, n_entries, ids, bounds, nb, k, raw, chunk_words):
+    """A piece ends: COUNT stops for pruning past ``prune_at`` entries; RECORD marks the piece's
+    last token; ENCODE closes the piece in the chunk and stops when the chunk holds
+    ``chunk_words`` raw tokens. (nb, status)"""
     if mode == COUNT:
         return nb, (PRUNE if prune_at > 0 and n_entries > prune_at else GO)
+    if mode == RECORD:
+        ids[k - 1] |= PIECE_END
+        return nb, GO
     bounds[nb] = k
     return nb + 1, (CHUNK if raw >= chunk_words else GO)
 
@@ -246,7 +303,8 @@ def _scanner(mode: int):
     """One pass over buf[pos:n]: split into tokens (hashing each as it is read), end a piece at
     a newline or after ``limit`` tokens of a line, and per token either count it (``COUNT``,
     inserting new words; GROW when the table is full, PRUNE when a piece ends with more than
-    ``prune_at`` entries) or map it to its id (``ENCODE``: out-of-vocabulary tokens dropped,
+    ``prune_at`` entries), count it and record its entry in ``ids`` (``RECORD``, no pruning;
+    FULL when ``ids`` is) or map it to its id (``ENCODE``: out-of-vocabulary tokens dropped,
     CHUNK when a piece ends with ``chunk_words`` raw tokens in the chunk: encode_chunks's rule).
     Returns (pos, pending, n_entries, arena_used, k, nb, raw, status); call again from pos."""
     MODE = int(mode)
@@ -258,6 +316,8 @@ def _scanner(mode: int):
             b = np.int64(buf[i])
             step = 0 if 32 < b < 0x80 else _space_len(buf, i, n)
             if step == 0:  # a token starts here
+                if MODE == RECORD and k == ids.shape[0]:
+                    return i, pending, n_entries, used, k, nb, raw, FULL
                 a = i
                 h = FNV_OFFSET
                 while i < n:
@@ -267,7 +327,7 @@ def _scanner(mode: int):
                     h = (h ^ np.uint64(c)) * FNV_PRIME
                     i += 1
                 s, e = _find(buf, a, i, h, slots, key_start, key_len, hashes, arena)
-                if MODE == COUNT:
+                if MODE != ENCODE:
                     if e < 0:
                         if n_entries >= key_start.shape[0] - 1 or used + (i - a) > arena.shape[0]:
                             return a, pending, n_entries, used, k, nb, raw, GROW
@@ -281,6 +341,9 @@ def _scanner(mode: int):
                         e = n_entries
                         n_entries += 1
                     values[e] += 1
+                    if MODE == RECORD:
+                        ids[k] = e
+                        k += 1
                 else:
                     if e >= 0:
                         ids[k] = values[e]
@@ -289,19 +352,22 @@ def _scanner(mode: int):
                 pending += 1
                 if pending == limit:  # a piece cut from a long line
                     pending = 0
-                    nb, status = _end_piece(MODE, prune_at, n_entries, bounds, nb, k, raw, chunk_words)
+                    nb, status = _end_piece(MODE, prune_at, n_entries, ids, bounds, nb, k, raw,
+                                            chunk_words)
                     if status != GO:
                         return i, pending, n_entries, used, k, nb, raw, status
                 continue
             i += step
             if b == 10 and pending > 0:  # a line (piece) ends
                 pending = 0
-                nb, status = _end_piece(MODE, prune_at, n_entries, bounds, nb, k, raw, chunk_words)
+                nb, status = _end_piece(MODE, prune_at, n_entries, ids, bounds, nb, k, raw,
+                                        chunk_words)
                 if status != GO:
                     return i, pending, n_entries, used, k, nb, raw, status
         if final and pending > 0:  # the file's end ends its last line
             pending = 0
-            nb, status = _end_piece(MODE, prune_at, n_entries, bounds, nb, k, raw, chunk_words)
+            nb, status = _end_piece(MODE, prune_at, n_entries, ids, bounds, nb, k, raw,
+                                    chunk_words)
             if status != GO:
                 return n, pending, n_entries, used, k, nb, raw, status
         return n, pending, n_entries, used, k, nb, raw, DONE
@@ -313,14 +379,22 @@ _NO_IDS = np.zeros(1, np.int32)
 _NO_BOUNDS = np.zeros(1, np.int64)
 
 
-def _blocks(path: str, block_bytes: int) -> Iterator[Tuple[np.ndarray, int, bool]]:
+def _blocks(path: str, block_bytes: int, span: Optional[Tuple[int, int]] = None
+            ) -> Iterator[Tuple[np.ndarray, int, bool]]:
     """(buffer, bytes to tokenise, file ended) per block: whole tokens only, the tail carried
-    into the next block; raises NeedsPython for invalid UTF-8 or a giant token."""
+    into the next block; raises NeedsPython for invalid UTF-8 or a giant token. ``span``:
+    only the bytes [start, end) of a plain file (both at line starts)."""
     carry = b""
-    first = True
+    first = span is None or span[0] == 0
     with open_binary(path) as fh:
+        left = None
+        if span is not None:
+            fh.seek(span[0])
+            left = span[1] - span[0]
         while True:
-            raw = fh.read(block_bytes)
+            raw = fh.read(block_bytes if left is None else min(block_bytes, left))
+            if left is not None:
+                left -= len(raw)
             if first:
                 _reject_binary(path, raw)
                 first = False
@@ -328,14 +402,14 @@ def _blocks(path: str, block_bytes: int) -> Iterator[Tuple[np.ndarray, int, bool
             data = carry + raw
             buf = np.frombuffer(data, np.uint8)
             if not valid_utf8(buf, len(buf)) or (final and not _complete_utf8(data)):
-                raise NeedsPython(f"{path}: invalid UTF-8")
+                raise NeedsPython(path, "invalid UTF-8")
             if final:
                 yield buf, len(buf), True
                 return
             cut = max(data.rfind(b" "), data.rfind(b"\n"), data.rfind(b"\t"), data.rfind(b"\r"))
             carry = data[cut + 1:]
             if len(carry) > _MAX_TOKEN_CHARS:
-                raise NeedsPython(f"{path}: a token of more than {_MAX_TOKEN_CHARS:,} bytes")
+                raise NeedsPython(path, f"a token of more than {_MAX_TOKEN_CHARS:,} bytes")
             yield buf, cut + 1, False
 
 
@@ -347,23 +421,64 @@ def _complete_utf8(data: bytes) -> bool:
         return exc.reason != "unexpected end of data"
 
 
+class Recording:
+    """Every token's table entry, kept by the vocabulary scan (``RECORD``) so that the first
+    epoch maps entries to ids (``recorded_chunks``) instead of tokenising the text a second
+    time: on two cores that second pass ran beside the training threads and cost them about 5%
+    of the first epoch. 4 bytes a token (the sign bit marks a piece's last token), within
+    ``limit`` tokens; past it recording stops and frees its memory (the first epoch then
+    tokenises again, as before)."""
+
+    FIRST = 1 << 20  # entries allocated at first, doubled as needed
+
+    def __init__(self, limit: int, most: Optional[int] = None):
+        """``most``: an upper bound of the tokens, if known (plain files: half their bytes, as
+        every token but the last ends at a whitespace byte); then one allocation, of which
+        the OS commits only the pages written."""
+        self.limit = int(limit)
+        self.ids = np.empty(min(self.limit, most or self.FIRST), np.int32)
+        self.k = 0
+
+    @property
+    def active(self) -> bool:
+        return self.ids is not None
+
+    def grow(self) -> None:
+        if self.k >= self.limit:
+            logger.info("more than %d tokens: the first epoch tokenises the corpus again",
+                        self.limit)
+            self.ids = None
+            return
+        grown = np.empty(min(self.limit, 2 * self.ids.shape[0]), np.int32)
+        grown[:self.k] = self.ids[:self.k]
+        self.ids = grown
+
+
 def count_file(path: str, table: Table, max_sentence_length: int, prune_at: int, state: dict,
-               block_bytes: int = BLOCK_BYTES, progress=None) -> int:
+               block_bytes: int = BLOCK_BYTES, progress=None,
+               record: Optional[Recording] = None, span: Optional[Tuple[int, int]] = None) -> int:
     """Add ``path``'s token counts to ``table``; returns its tokens. ``state`` carries the
     pruning threshold (``min_reduce``) across files, as ``vocab.scan_counts`` does;
-    ``progress(tokens)`` is called after every block."""
-    scan = _scanner(COUNT)
+    ``progress(tokens)`` is called after every block; ``record`` (no pruning) keeps every
+    token's entry while it is active; ``span``: only these bytes of a plain file."""
     before = int(table.values[:table.n].sum())
     reported = before
     pending = 0
-    for buf, n, final in _blocks(path, block_bytes):
+    for buf, n, final in _blocks(path, block_bytes, span):
         pos = 0
         while True:
-            pos, pending, table.n, table.arena_used, _, _, _, status = scan(
+            recording = record is not None and record.active
+            ids, k = (record.ids, record.k) if recording else (_NO_IDS, 0)
+            pos, pending, table.n, table.arena_used, k, _, _, status = _scanner(
+                RECORD if recording else COUNT)(
                 buf, pos, n, final, max_sentence_length, pending, prune_at, 0, *table.arrays(),
-                table.n, table.arena_used, _NO_IDS, _NO_BOUNDS, 0, 0, 0)
+                table.n, table.arena_used, ids, _NO_BOUNDS, k, 0, 0)
+            if recording:
+                record.k = k
             if status == GROW:
                 table.grow(n - pos)
+            elif status == FULL:
+                record.grow()
             elif status == PRUNE:
                 dropped = _prune(table, state)
                 before -= dropped
@@ -392,34 +507,205 @@ def _prune(table: Table, state: dict) -> int:
     return dropped
 
 
-def scan(corpus: Corpus, max_vocab_size: Optional[int] = None, progress=None):
+def scan(corpus: Corpus, max_vocab_size: Optional[int] = None, progress=None, workers: int = 1):
     """The vocabulary scan of a ``Corpus`` in compiled code: ``(Counter-like dict word ->
     count in first-seen order, total tokens, min_reduce)`` as ``vocab.scan_counts`` returns,
-    or None when a file needs the Python path."""
+    or None when a file needs the Python path. ``workers`` >= 2: plain files split into that
+    many parts at line starts, scanned in parallel and merged in order (the same result)."""
     if not _local_files(corpus):
         return None
+    _RECORDED.clear()
+    parts = None if max_vocab_size else _parts(corpus, workers)
+    try:
+        if parts is None:
+            table, total, min_reduce, entries = _scan_in_order(corpus, max_vocab_size, progress)
+        else:
+            table, total, entries = _scan_parts(corpus, parts, progress)
+            min_reduce = 1
+    except NeedsPython as exc:
+        logger.info("%s: read by the Python path", exc)
+        _ELIGIBLE[_file_key(exc.path)] = False
+        return None
+    for path in corpus.files:
+        _ELIGIBLE[_file_key(path)] = True
+    counts = dict(zip((k.decode("utf-8") for k in table.keys()), table.values[:table.n].tolist()))
+    if entries is not None:
+        _RECORDED[_corpus_key(corpus)] = (entries, list(counts))
+    return counts, total, min_reduce
+
+
+def _scan_in_order(corpus: Corpus, max_vocab_size: Optional[int], progress):
+    """One thread, file after file (word2vec.c's pruning needs the order). (table, tokens,
+    min_reduce, recorded entries or None)"""
     table = Table()
     state = {"min_reduce": 1}
-    total = 0
-    for path in corpus.files:
-        try:
-            tokens = count_file(path, table, corpus.max_sentence_length, max_vocab_size or 0,
-                                state, corpus.block_bytes, progress)
-        except NeedsPython as exc:
-            logger.info("%s: read by the Python path", exc)
-            _ELIGIBLE[_file_key(path)] = False
-            return None
-        _ELIGIBLE[_file_key(path)] = True
+    record = None if max_vocab_size else Recording(RECORD_TOKENS, _most_tokens(corpus))
+    total = sum(count_file(path, table, corpus.max_sentence_length, max_vocab_size or 0, state,
+                           corpus.block_bytes, progress, record) for path in corpus.files)
+    entries = [record.ids[:record.k]] if record is not None and record.active else None
+    return table, total, state["min_reduce"], entries
+
+
+PARALLEL_MIN_BYTES = 4 << 20  # smaller corpora are scanned in one thread
+
+
+def _parts(corpus: Corpus, workers: int):
+    """``workers`` runs of (path, start, end) spans, in corpus order, of about equal bytes,
+    split at line starts; None when the corpus is not worth it or not splittable (compressed)."""
+    files = list(corpus.files)
+    if workers < 2 or any(compression(p) is not None for p in files):
+        return None
+    sizes = [os.path.getsize(p) for p in files]
+    total = sum(sizes)
+    if total < PARALLEL_MIN_BYTES:
+        return None
+    cuts = [(0, 0)]
+    for i in range(1, workers):
+        at, f = total * i // workers, 0
+        while at >= sizes[f]:
+            at -= sizes[f]
+            f += 1
+        cuts.append(max(cuts[-1], (f, _next_line_start(files[f], at, sizes[f]))))
+    cuts.append((len(files) - 1, sizes[-1]))
+    parts = []
+    for (f0, o0), (f1, o1) in zip(cuts, cuts[1:]):
+        spans = [(files[f], o0 if f == f0 else 0, o1 if f == f1 else sizes[f])
+                 for f in range(f0, f1 + 1)]
+        parts.append([s for s in spans if s[2] > s[1]])
+    return [p for p in parts if p]
+
+
+def _next_line_start(path: str, at: int, size: int) -> int:
+    """The first line start at or after byte ``at`` (``size`` if none)."""
+    if at == 0:
+        return 0
+    with open(path, "rb") as fh:
+        fh.seek(at - 1)
+        pos = at - 1
+        while True:
+            block = fh.read(1 << 16)
+            if not block:
+                return size
+            i = block.find(b"\n")
+            if i >= 0:
+                return pos + i + 1
+            pos += len(block)
+
+
+def _scan_parts(corpus: Corpus, parts, progress):
+    """Scan the parts in threads (the scanner releases the GIL), then merge their tables and
+    recordings in corpus order. (table, tokens, recorded entries or None)"""
+    lock = threading.Lock()
+
+    def report(tokens):
+        with lock:
+            progress(tokens)
+
+    def scan_part(spans):
+        table = Table()
+        record = Recording(RECORD_TOKENS // len(parts), sum((b - a) // 2 + 1 for _, a, b in spans))
+        tokens = sum(count_file(path, table, corpus.max_sentence_length, 0, {"min_reduce": 1},
+                                corpus.block_bytes, report if progress else None, record, (a, b))
+                     for path, a, b in spans)
+        return table, tokens, record
+
+    with ThreadPoolExecutor(len(parts), thread_name_prefix="semhuff-scan") as pool:
+        results = list(pool.map(scan_part, parts))
+    table, total, record = results[0]
+    entries = [record.ids[:record.k]] if record.active else None
+    for other, tokens, record in results[1:]:
+        remap = table.merge(other)
         total += tokens
-    counts = dict(zip((k.decode("utf-8") for k in table.keys()), table.values[:table.n].tolist()))
-    return counts, total, state["min_reduce"]
+        if entries is not None and record.active:
+            part = record.ids[:record.k]
+            _renumber(part, remap)
+            entries.append(part)
+        else:
+            entries = None
+    return table, total, entries
+
+
+@numba.njit(cache=True, nogil=True)
+def _renumber(entries, remap):
+    """Entries of a part's table -> the merged table's, keeping the piece-end bit."""
+    for i in range(entries.shape[0]):
+        x = entries[i]
+        entries[i] = remap[x & 0x7FFFFFFF] | (x & PIECE_END)
 
 
 # -- ids (the first epoch) -------------------------------------------------------------------------
 
+# The last scan's ``Recording`` (its entries, the scan's words in entry order), by corpus; the
+# first epoch over the same, unchanged files takes it (once) instead of tokenising again.
+_RECORDED = {}
+RECORD_TOKENS = 1 << 26  # at most 256 MB of entries: 67M tokens
+
+
+def _most_tokens(corpus: Corpus) -> Optional[int]:
+    """At most this many tokens in ``corpus`` (None for compressed files: unknown)."""
+    if any(compression(p) is not None for p in corpus.files):
+        return None
+    return sum(os.path.getsize(p) // 2 + 1 for p in corpus.files)
+
+
+def _corpus_key(corpus: Corpus):
+    return tuple(_file_key(p) for p in corpus.files), corpus.max_sentence_length
+
+
 def encode_chunks(corpus: Corpus, words: List[str], chunk_words: int) -> Iterator[Chunk]:
     """The chunks ``encode.encode_chunks(corpus, index, chunk_words)`` yields, in compiled
-    code. Every file must be ``eligible`` (valid UTF-8, no giant token)."""
+    code: from the vocabulary scan's recording of this corpus when there is one, else by
+    tokenising. Every file must be ``eligible`` (valid UTF-8, no giant token)."""
+    recorded = _RECORDED.pop(_corpus_key(corpus), None)
+    _RECORDED.clear()  # one for other (or changed) files: never of use now
+    if recorded is not None:
+        return recorded_chunks(*recorded, words, chunk_words, corpus.max_sentence_length)
+    return _tokenised_chunks(corpus, words, chunk_words)
+
+
+def recorded_chunks(parts: List[np.ndarray], scanned: List[str], words: List[str],
+                    chunk_words: int, max_sentence_length: int) -> Iterator[Chunk]:
+    """``encode_chunks``'s chunks from a scan's recorded entries (``parts``, in corpus order;
+    its words ``scanned`` in entry order): each entry mapped to its word's id in ``words``, or
+    dropped."""
+    index = {w: i for i, w in enumerate(words)}
+    remap = np.fromiter((index.get(w, -1) for w in scanned), np.int32, len(scanned))
+    cap = chunk_words + max_sentence_length + 1
+    ids, bounds = np.empty(cap, np.int32), np.empty(cap, np.int64)
+    k = nb = raw = 0
+    for entries in parts:
+        pos = 0
+        while pos < entries.shape[0]:
+            pos, k, nb, raw = _chunk_of_entries(entries, pos, remap, chunk_words, ids, bounds,
+                                                k, nb, raw)
+            if raw >= chunk_words:
+                yield Chunk(ids[:k].copy(), bounds[:nb].copy(), raw)
+                k = nb = raw = 0
+    if raw:
+        yield Chunk(ids[:k].copy(), bounds[:nb].copy(), raw)
+
+
+@numba.njit(cache=True, nogil=True)
+def _chunk_of_entries(entries, pos, remap, chunk_words, ids, bounds, k, nb, raw):
+    """From ``pos``, add pieces to the chunk (k ids, nb bounds, raw tokens so far) until it
+    holds ``chunk_words`` raw tokens (ENCODE's rule) or the entries end. (pos, k, nb, raw)"""
+    while pos < entries.shape[0]:
+        x = entries[pos]
+        pos += 1
+        raw += 1
+        w = remap[x & 0x7FFFFFFF]
+        if w >= 0:
+            ids[k] = w
+            k += 1
+        if x < 0:
+            bounds[nb] = k
+            nb += 1
+            if raw >= chunk_words:
+                break
+    return pos, k, nb, raw
+
+
+def _tokenised_chunks(corpus: Corpus, words: List[str], chunk_words: int) -> Iterator[Chunk]:
     scan = _scanner(ENCODE)
     table = Table.of_words(words)
     cap = chunk_words + corpus.max_sentence_length + 1

@@ -161,7 +161,7 @@ class Word2Vec:
         bar = _scan_bar(self.progress)
         try:
             vocab = Vocab.build(corpus, self.min_count, self.max_vocab_size,
-                                self.max_final_vocab, progress=bar.update)
+                                self.max_final_vocab, progress=bar.update, workers=self.workers)
         finally:
             bar.close()
         stats = getattr(corpus, "stats", None)

@@ -391,7 +391,8 @@ def train(session, keep_thr: np.ndarray, sentences, index, retained_tokens: int,
                     words_before += len(chunk.ids)
                     continue
             yield _Job(epoch, number, chunk, words_before, digest)
-            digest = chunk_digest(chunk, digest)
+            if checkpoint is not None:  # only a checkpoint's resume checks it
+                digest = chunk_digest(chunk, digest)
             words_before += len(chunk.ids)
         if skip is not None and number < skip.chunk:
             raise CheckpointError(f"the corpus ended after {number + 1} chunks of epoch "

@@ -20,15 +20,17 @@ def scan_counts(
     sentences: Iterable[List[str]],
     max_vocab_size: Optional[int] = None,
     progress=None,
+    workers: int = 1,
 ) -> tuple:
     """Count every token. With ``max_vocab_size``, prune while scanning the way word2vec.c does:
     whenever the table outgrows the limit, drop words seen <= ``min_reduce`` times and raise
     ``min_reduce`` by one. Returns ``(Counter, total_tokens, min_reduce)``. A ``Corpus`` of
-    valid UTF-8 files is scanned in compiled code (``fastscan``), with the same result."""
+    valid UTF-8 files is scanned in compiled code (``fastscan``; plain files in ``workers``
+    threads), with the same result."""
     from .corpus import Corpus
     if isinstance(sentences, Corpus):
         from . import fastscan
-        fast = fastscan.scan(sentences, max_vocab_size, progress)
+        fast = fastscan.scan(sentences, max_vocab_size, progress, workers)
         if fast is not None:
             return fast
     counts: Counter = Counter()
@@ -94,8 +96,8 @@ class Vocab:
 
     @classmethod
     def build(cls, sentences: Iterable[List[str]], min_count: int = 5, max_vocab_size: Optional[int] = None,
-              max_final_vocab: Optional[int] = None, progress=None) -> "Vocab":
-        counts, total, _ = scan_counts(sentences, max_vocab_size, progress)
+              max_final_vocab: Optional[int] = None, progress=None, workers: int = 1) -> "Vocab":
+        counts, total, _ = scan_counts(sentences, max_vocab_size, progress, workers)
         if total == 0:
             raise VocabError("the corpus has no tokens")
         vocab = cls.from_counts(counts, min_count, total, max_final_vocab)

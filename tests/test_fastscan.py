@@ -50,19 +50,59 @@ def test_same_vocabulary_and_chunks_as_the_python_path(files, case):
         "pruned": (lee, 10_000, 500, 100_000, 1 << 16),
     }[case]
     counts, total, min_reduce, index, chunks = python_path(paths, limit, max_vocab, chunk_words, block)
-    fast = fastscan.scan(Corpus(paths, max_sentence_length=limit, block_bytes=block), max_vocab)
+    corpus = Corpus(paths, max_sentence_length=limit, block_bytes=block)
+    fast = fastscan.scan(corpus, max_vocab)
     assert fast is not None
     assert list(fast[0].items()) == counts and fast[1:] == (total, min_reduce)
+    # the scan recorded every token's entry, unless it pruned (pruning renumbers entries)
+    assert (fastscan._corpus_key(corpus) in fastscan._RECORDED) == (max_vocab is None)
     words = sorted(index, key=index.get)
-    got = list(fastscan.encode_chunks(Corpus(paths, max_sentence_length=limit, block_bytes=block),
-                                      words, chunk_words))
-    assert len(got) == len(chunks) > 0
-    for a, b in zip(got, chunks):
+    assert_same_chunks(fastscan.encode_chunks(corpus, words, chunk_words), chunks)
+    assert not fastscan._RECORDED  # taken once
+    # without the recording (a second epoch without the id cache): tokenised again, the same
+    assert_same_chunks(fastscan.encode_chunks(corpus, words, chunk_words), chunks)
+    if case == "pruned":
+        assert min_reduce > 1  # pruning did happen
+
+
+def assert_same_chunks(got, expected):
+    got = list(got)
+    assert len(got) == len(expected) > 0
+    for a, b in zip(got, expected):
         np.testing.assert_array_equal(a.ids, b.ids)
         np.testing.assert_array_equal(a.bounds, b.bounds)
         assert a.raw_tokens == b.raw_tokens
-    if case == "pruned":
-        assert min_reduce > 1  # pruning did happen
+
+
+@pytest.mark.parametrize("limit", [10**9, 5_000])
+def test_recording_grows_and_gives_up_past_its_limit(files, monkeypatch, limit):
+    """The recording starts small and doubles; past ``RECORD_TOKENS`` it stops, and the first
+    epoch tokenises again: the chunks are the Python path's either way."""
+    _, lee = files
+    monkeypatch.setattr(fastscan.Recording, "FIRST", 64)
+    monkeypatch.setattr(fastscan, "_most_tokens", lambda corpus: None)  # as for compressed files
+    monkeypatch.setattr(fastscan, "RECORD_TOKENS", limit)
+    counts, total, _, index, chunks = python_path(lee, 10_000, None, 3_000, 1 << 12)
+    corpus = Corpus(lee, block_bytes=1 << 12)
+    assert list(fastscan.scan(corpus)[0].items()) == counts
+    recorded = fastscan._RECORDED.get(fastscan._corpus_key(corpus))
+    if limit > total:
+        assert recorded is not None and sum(map(len, recorded[0])) == total
+    else:
+        assert recorded is None
+    assert_same_chunks(fastscan.encode_chunks(corpus, sorted(index, key=index.get), 3_000), chunks)
+
+
+def test_a_file_changed_after_the_scan_is_tokenised_again(tmp_path):
+    path = tmp_path / "c.txt"
+    path.write_text("a b c a\nb a d\n" * 50)
+    corpus = Corpus(str(path))
+    fastscan.scan(corpus)
+    assert fastscan._RECORDED
+    path.write_text("d d c\nq a b a b\n" * 70)  # another size: another key
+    words = ["a", "b", "d"]
+    expected = list(encode_chunks(Corpus(str(path)), {w: i for i, w in enumerate(words)}, 100))
+    assert_same_chunks(fastscan.encode_chunks(corpus, words, 100), expected)
 
 
 def test_training_is_bit_identical_on_either_path(files, monkeypatch):
@@ -94,3 +134,37 @@ def test_cut_utf8_at_the_end_of_a_file_goes_to_the_python_path(tmp_path):
     cut = tmp_path / "cut.txt"
     cut.write_bytes("caf\u00e9 words".encode("utf-8") + "\u00e9".encode("utf-8")[:1])
     assert fastscan.scan(Corpus(str(cut))) is None
+
+
+@pytest.mark.parametrize("workers", [2, 3, 5])
+@pytest.mark.parametrize("case", ["lee", "lee-twice-weird", "pieces-of-7"])
+def test_parallel_scan_gives_the_same_vocabulary_and_chunks(files, monkeypatch, workers, case):
+    """Plain files split at line starts, scanned in threads, merged in order: the same counts
+    in the same first-seen order, and the same first-epoch chunks from the merged recordings."""
+    folder, lee = files
+    monkeypatch.setattr(fastscan, "PARALLEL_MIN_BYTES", 0)
+    paths, limit = {"lee": (lee, 10_000),
+                    "lee-twice-weird": ([lee, str(folder / "weird.txt"), lee], 10_000),
+                    "pieces-of-7": (lee, 7)}[case]
+    counts, total, _, index, chunks = python_path(paths, limit, None, 2_000, 1 << 12)
+    corpus = Corpus(paths, max_sentence_length=limit, block_bytes=1 << 12)
+    parts = fastscan._parts(corpus, workers)
+    assert len(parts) == workers  # every part has bytes: the scan did split
+    fast = fastscan.scan(corpus, workers=workers)
+    assert list(fast[0].items()) == counts and fast[1] == total
+    assert len(fastscan._RECORDED[fastscan._corpus_key(corpus)][0]) == workers
+    assert_same_chunks(fastscan.encode_chunks(corpus, sorted(index, key=index.get), 2_000), chunks)
+
+
+def test_parts_split_at_line_starts(tmp_path, monkeypatch):
+    monkeypatch.setattr(fastscan, "PARALLEL_MIN_BYTES", 0)
+    path = tmp_path / "lines.txt"
+    path.write_bytes(b"aaa bb\n" * 1000 + b"last line without newline")
+    data = path.read_bytes()
+    parts = fastscan._parts(Corpus(str(path)), 4)
+    assert len(parts) == 4
+    flat = [span for part in parts for span in part]
+    assert flat[0][1] == 0 and flat[-1][2] == len(data)
+    for (_, _, end), (_, start, _) in zip(flat, flat[1:]):
+        assert end == start and data[start - 1:start] == b"\n"
+    assert fastscan._parts(Corpus(str(path)), 1) is None
