@@ -42,8 +42,9 @@ class Plan:
 
 
 class HotRows:
-    """Private copies, for each thread, of the output rows that every thread writes all the time
-    (the top of the tree, the most frequent words' rows).
+    """Private copies, for each thread, of the rows that every thread writes all the time: the
+    output rows at the top of the tree or of the most frequent words, and the input vectors of
+    the most frequent context words.
 
     Two Hogwild threads writing the same rows make their cores pass those cache lines back and
     forth: on a 2-core machine two threads needed 1.6x the CPU time of one for the same work,
@@ -53,25 +54,30 @@ class HotRows:
     stays Hogwild. ``share = 1``: the shared rows get each thread's whole change (what Hogwild
     would have done, a chunk late); ``1 / threads``: the changes are averaged.
 
-    The copies live below the layer's rows in one array (``weights``; the layer's ``weights``
-    become a view of its first rows), and a thread's kernel reaches them through an index map
-    (``remap``): one array and an index keep the kernels' loops vectorised."""
+    The copies live below the shared rows (``owner``'s attribute ``attr``: a layer's
+    ``weights``, a session's ``syn0``) in one array (``weights``; the attribute becomes a view of
+    its first rows), and a thread's kernel reaches them through an index map (``remap``): one
+    array and an index keep the kernels' loops vectorised."""
 
-    def __init__(self, layer, rows: np.ndarray, share: float, threads: int):
-        self.layer = layer
+    def __init__(self, owner, rows: np.ndarray, share: float, threads: int, attr: str = "weights"):
+        self.owner, self.attr = owner, attr
         self.rows = np.asarray(rows, dtype=np.int64)
         self.share = np.float32(share)
         self.threads = int(threads)
         self._lock = threading.Lock()
         self._place()
 
+    @property
+    def shared(self) -> np.ndarray:
+        return getattr(self.owner, self.attr)
+
     def _place(self) -> None:
-        """Move the layer's weights into the array that also holds every thread's copies."""
-        shared = self.layer.weights
+        """Move the shared rows into the array that also holds every thread's copies."""
+        shared = self.shared
         n, h = shared.shape[0], len(self.rows)
         self.weights = np.empty((n + self.threads * h, shared.shape[1]), dtype=np.float32)
         self.weights[:n] = shared
-        self.layer.weights = self.weights[:n]
+        setattr(self.owner, self.attr, self.weights[:n])
         self._free = list(range(self.threads))
         self._maps = []
         for t in range(self.threads):
@@ -81,18 +87,18 @@ class HotRows:
         self._start = np.empty((self.threads, h, shared.shape[1]), dtype=np.float32)
 
     def _copies(self, t: int) -> np.ndarray:
-        n, h = self.layer.weights.shape[0], len(self.rows)
+        n, h = self.shared.shape[0], len(self.rows)
         return self.weights[n + t * h:n + (t + 1) * h]
 
     def begin(self) -> tuple:
-        """(token, the kernel's ``hot`` map) for the calling thread, its copies fresh from the
-        shared rows."""
+        """(token, the kernel's map) for the calling thread, its copies fresh from the shared
+        rows."""
         with self._lock:
-            if self.layer.weights.base is not self.weights:  # replaced (by a hook, between chunks)
+            if self.shared.base is not self.weights:  # replaced (by a hook, between chunks)
                 self._place()
             t = self._free.pop()
             copies = self._copies(t)
-            np.take(self.layer.weights, self.rows, axis=0, out=copies)
+            np.take(self.shared, self.rows, axis=0, out=copies)
         self._start[t] = copies
         return t, self._maps[t]
 
@@ -102,7 +108,7 @@ class HotRows:
         if self.share != 1:
             change *= self.share
         with self._lock:
-            self.layer.weights[self.rows] += change
+            self.shared[self.rows] += change
             self._free.append(t)
 
 
@@ -127,12 +133,18 @@ class CpuSession:
                          # layer's ``HOT_ROWS``, 0: none
     HOT_SHARE = None     # factor of a thread's change to them when merged; None: the layer's
                          # ``HOT_MERGE`` ("sum": 1, "average": 1 / workers)
+    HOT_INPUTS = 256     # input vectors each thread keeps private: the words written most as
+                         # contexts (with private output rows only; 0: none)
+    HOT_INPUT_SHARE = None  # factor of a thread's change to them; None: 1 / workers (averaged:
+                            # summed, WS353 fell from 0.594 to 0.524 on the full corpus)
 
     def __init__(self, syn0: np.ndarray, layer, workers: int):
         self.syn0 = syn0
+        self.host_syn0 = syn0  # the model's array; ``syn0`` may become a view of ``hot_in``'s
         self.layer = layer
         self.concurrency = int(workers)
         self.hot: Optional[HotRows] = None
+        self.hot_in: Optional[HotRows] = None
         self._plan: Optional[Plan] = None
 
     def _hot_rows(self, plan: Plan) -> Optional[HotRows]:
@@ -148,6 +160,16 @@ class CpuSession:
             share = 1.0 / self.concurrency if self.layer.HOT_MERGE == "average" else 1.0
         return HotRows(self.layer, rows, share, self.concurrency)
 
+    def _hot_inputs(self, plan: Plan) -> Optional[HotRows]:
+        """Private input vectors of the ``HOT_INPUTS`` words written most as contexts: count
+        times the down-sampling keep probability (for kernels with private output rows)."""
+        if self.hot is None or self.HOT_INPUTS <= 0:
+            return None
+        written = np.asarray(plan.counts, np.float64) * (plan.keep_thr / 2.0 ** 32)
+        rows = np.argsort(-written, kind="stable")[:self.HOT_INPUTS]
+        share = 1.0 / self.concurrency if self.HOT_INPUT_SHARE is None else self.HOT_INPUT_SHARE
+        return HotRows(self, rows, share, self.concurrency, attr="syn0")
+
     def _kernel(self, plan: Plan, score: bool):
         dim, layer = self.syn0.shape[1], self.layer
         if score:
@@ -161,6 +183,11 @@ class CpuSession:
         if not score:
             self._plan = plan
             self.hot = self._hot_rows(plan)
+            if self.hot_in is None:
+                self.hot_in = self._hot_inputs(plan)
+            # the input map of a kernel with private output rows only; never read without them
+            self._same_rows = (loop.NO_HOT if self.hot is None or self.hot_in is not None
+                               else np.arange(self.syn0.shape[0], dtype=np.int32))
         fn = self._kernel(plan, score)
         if fn.signatures:
             return 0.0
@@ -168,34 +195,42 @@ class CpuSession:
         larg = self.layer.score_args(0) if score else self.layer.kernel_args()
         fn(np.zeros(0, np.int32), np.zeros(0, np.int64), self.syn0, self.layer.weights,
            larg, self.layer.stats_array(), plan.keep_thr, 1,
-           plan.reduce_window, 0.0, 0.0, 0, 1, np.uint64(1), loop.NO_HOT)
+           plan.reduce_window, 0.0, 0.0, 0, 1, np.uint64(1), loop.NO_HOT, loop.NO_HOT)
         return time.perf_counter() - started
 
     def train_chunk(self, plan: Plan, chunk, words_before: int, seed: int):
         fn = self._kernel(plan, score=False)
-        hot = self.hot
+        hot, hot_in = self.hot, self.hot_in
         weights = self.layer.weights if hot is None else hot.weights
+        syn0 = self.syn0 if hot_in is None else hot_in.weights
         larg, stats = self.layer.kernel_args(), self.layer.stats_array()
-        check_separate(self.syn0, weights, stats, *larg)
+        check_separate(syn0, weights, stats, *larg)
         token, remap = hot.begin() if hot is not None else (None, loop.NO_HOT)
+        token_in, remap_in = hot_in.begin() if hot_in is not None else (None, self._same_rows)
         try:
-            return fn(chunk.ids, chunk.bounds, self.syn0, weights, larg, stats, plan.keep_thr,
+            return fn(chunk.ids, chunk.bounds, syn0, weights, larg, stats, plan.keep_thr,
                       plan.window, plan.reduce_window, plan.alpha, plan.min_alpha, words_before,
-                      plan.total_words, np.uint64(seed), remap)
+                      plan.total_words, np.uint64(seed), remap, remap_in)
         finally:
             if hot is not None:
                 hot.end(token)
+            if hot_in is not None:
+                hot_in.end(token_in)
 
     def score_chunk(self, plan: Plan, chunk, part: int = 0):
         """(summed nll, predictions); ``part=1``: only the cluster part (clustered layers)."""
         fn = self._kernel(plan, score=True)
         nll, pairs, _ = fn(chunk.ids, chunk.bounds, self.syn0, self.layer.weights,
                            self.layer.score_args(part), np.zeros((1, 2)), plan.keep_thr,
-                           plan.window, False, 0.0, 0.0, 0, 1, np.uint64(0), loop.NO_HOT)
+                           plan.window, False, 0.0, 0.0, 0, 1, np.uint64(0), loop.NO_HOT,
+                           loop.NO_HOT)
         return nll, pairs
 
     def to_host(self) -> None:
-        """The host arrays are the weights: nothing to do."""
+        """The host arrays are the weights, but for private input vectors: then the model's
+        ``syn0`` gets a copy of the shared rows (the threads are idle: between chunks)."""
+        if self.syn0 is not self.host_syn0:
+            self.host_syn0[...] = self.syn0
 
     def layer_changed(self) -> None:
         """Kernels read ``layer.kernel_args()`` per chunk; the hottest rows may be others now (a
@@ -204,7 +239,7 @@ class CpuSession:
             self.hot = self._hot_rows(self._plan)
 
     def close(self) -> None:
-        pass
+        self.to_host()
 
 
 class CpuDevice:

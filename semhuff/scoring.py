@@ -119,7 +119,7 @@ def score_on_host(kernel, syn0, weights, larg, chunks, window: int):
     nll, pairs = 0.0, 0
     for chunk in chunks:
         out = kernel(chunk.ids, chunk.bounds, syn0, weights, larg, np.zeros((1, 2)), keep, window,
-                     False, 0.0, 0.0, 0, 1, np.uint64(0), loop.NO_HOT)
+                     False, 0.0, 0.0, 0, 1, np.uint64(0), loop.NO_HOT, loop.NO_HOT)
         nll += out[0]
         pairs += out[1]
     return nll, pairs

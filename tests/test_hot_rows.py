@@ -35,9 +35,10 @@ def _model(loss):
     return model, chunks, plan
 
 
-def _train(model, chunks, plan, workers, hot_rows):
+def _train(model, chunks, plan, workers, hot_rows, hot_inputs=0):
     session = CpuSession(model.syn0.copy(), copy.deepcopy(model.layer), workers)
-    session.HOT_ROWS, session.HOT_SHARE = hot_rows, 1.0
+    session.HOT_ROWS, session.HOT_SHARE, session.HOT_INPUTS = hot_rows, 1.0, hot_inputs
+    session.HOT_INPUT_SHARE = 1.0  # whole changes: one thread then does Hogwild's arithmetic
     session.warm_up(plan)
     before = 0
     for i, chunk in enumerate(chunks):  # one thread: every chunk's copies merged before the next
@@ -52,13 +53,34 @@ def test_private_rows_do_the_same_arithmetic(loss):
     whole before the next chunk) ends where the plain session does, up to the merges' rounding."""
     model, chunks, plan = _model(loss)
     plain = _train(model, chunks, plan, 1, None)
-    hot = _train(model, chunks, plan, 2, 8)
+    hot = _train(model, chunks, plan, 2, 8, hot_inputs=6)
     assert plain.hot is None and hot.hot is not None and len(hot.hot.rows) == 8
+    assert plain.hot_in is None and len(hot.hot_in.rows) == 6
     assert hot.layer.weights.shape == plain.layer.weights.shape
     moved = np.abs(plain.layer.weights[hot.hot.rows] - model.layer.weights[hot.hot.rows]).max()
     assert moved > 1e-3  # the hot rows were trained
+    moved = np.abs(plain.syn0[hot.hot_in.rows] - model.syn0[hot.hot_in.rows]).max()
+    assert moved > 1e-3  # and the hot input vectors
     np.testing.assert_allclose(hot.layer.weights, plain.layer.weights, atol=2e-5)
-    np.testing.assert_allclose(hot.syn0, plain.syn0, atol=2e-5)
+    hot.to_host()  # the model's own array gets the shared rows
+    assert hot.host_syn0 is not hot.syn0 and hot.host_syn0.shape == plain.syn0.shape
+    np.testing.assert_allclose(hot.host_syn0, plain.syn0, atol=2e-5)
+
+
+def test_hot_inputs_are_the_words_written_most_as_contexts():
+    """Count times keep probability: a frequent but heavily down-sampled word ranks below a
+    less frequent word that is always kept."""
+    model, _, plan = _model("hs")
+    keep = np.full(len(model.vocab), 0xFFFFFFFF, np.uint32)
+    keep[0] = np.uint32(2 ** 32 * 0.01)  # the most frequent word kept 1% of the time
+    plan = Plan(**{**plan.__dict__, "keep_thr": keep})
+    session = CpuSession(model.syn0.copy(), copy.deepcopy(model.layer), 2)
+    session.HOT_INPUTS = 3
+    session.warm_up(plan)
+    written = model.vocab.counts * (keep / 2.0 ** 32)
+    assert sorted(session.hot_in.rows) == sorted(np.argsort(-written)[:3])
+    assert 0 not in session.hot_in.rows and 1 in session.hot_in.rows
+    assert session.hot_in.share == np.float32(0.5)  # two workers' changes averaged
 
 
 def test_hs_hot_rows_are_the_most_travelled_nodes():
@@ -143,4 +165,32 @@ def test_a_changed_tree_gets_its_own_hot_rows():
     np.testing.assert_array_equal(session.hot.rows, new)
     session.train_chunk(plan, chunks[0], 0, 1)
     assert np.isfinite(session.layer.weights).all()
-    assert session.hot.layer.weights.base is session.hot.weights
+    assert session.hot.owner.weights.base is session.hot.weights
+
+
+def test_two_workers_leave_their_training_in_the_models_own_array():
+    """With private input vectors the threads train a larger array; the model's ``syn0`` (the
+    same object) gets the trained rows at the end, and a hook sees the current ones."""
+    from semhuff.hooks import Hook
+    sentences = _corpus()
+
+    class Snapshot(Hook):
+        every_words = 5000
+
+        def __init__(self):
+            self.seen = []
+
+        def on_words(self, context):
+            self.seen.append(context.vectors()[:3].copy())
+
+    model = Word2Vec(vector_size=16, window=3, min_count=1, sample=0, seed=3, workers=2,
+                     epochs=2, progress=False)
+    model.chunk_words = 2000  # hooks run between chunks
+    model.build_vocab(sentences)
+    array, initial = model.syn0, model.syn0.copy()
+    hook = Snapshot()
+    model.train(sentences, hooks=[hook])
+    assert model.syn0 is array
+    assert np.abs(array[:3] - initial[:3]).min() > 0  # the hottest words' vectors moved
+    assert len(hook.seen) >= 2 and not np.array_equal(hook.seen[0], hook.seen[-1])
+    assert not np.array_equal(hook.seen[0], initial[:3])

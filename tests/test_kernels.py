@@ -36,7 +36,7 @@ def _compare(kernel, ref, layer_args, rows, sample, seed=3):
     window, alpha0, min_alpha, before, total = COMMON
     larg = layer_args(vocab)
     out_k = kernel(ids, bounds, a0, a1, larg, loop.no_stats(), keep, window, True, alpha0,
-                   min_alpha, before, total, np.uint64(seed), loop.NO_HOT)
+                   min_alpha, before, total, np.uint64(seed), loop.NO_HOT, loop.NO_HOT)
     out_r = ref(ids, bounds, b0, b1, *larg, keep, *COMMON, np.uint64(seed))
     assert out_k[1] == out_r[1] and out_k[2] == out_r[2]  # same pairs, same kept words
     assert out_k[0] == pytest.approx(out_r[0], rel=1e-4)
@@ -87,7 +87,7 @@ def test_pairs_body_emits_the_training_windows(sg):
     syn0_before = syn0.copy()
     _, n, _ = loop.kernel(sg, DIM, loop.PAIRS)(ids, bounds, syn0, np.zeros((1, DIM), np.float32),
                                               buffers, loop.no_stats(), keep, window, True,
-                                              alpha0, min_alpha, before, total, np.uint64(5), loop.NO_HOT)
+                                              alpha0, min_alpha, before, total, np.uint64(5), loop.NO_HOT, loop.NO_HOT)
     expected = reference.pairs(ids, bounds, keep, *COMMON, np.uint64(5), sg=sg)
     assert n == len(expected) > 0
     if sg:
@@ -111,7 +111,7 @@ def test_word_stats_add_up_to_the_chunk_loss():
     window, alpha0, min_alpha, before, total = COMMON
     loss, pairs, _ = loop.sg_kernel(DIM, loop.HS, 0, True)(
         ids, bounds, syn0, syn1, _hs_args(vocab), stats, keep, window, True, alpha0, min_alpha,
-        before, total, np.uint64(2), loop.NO_HOT)
+        before, total, np.uint64(2), loop.NO_HOT, loop.NO_HOT)
     assert stats[:, 0].sum() == pairs and stats[:, 1].sum() == pytest.approx(loss)
     # every occurrence of a word is a centre (no down-sampling), so each seen word has predictions
     seen = np.unique(ids)

@@ -30,7 +30,7 @@ def _run(kernel, syn0, syn1, larg):
     a0, a1 = syn0.copy(), syn1.copy()
     loss, pairs, trained = kernel(SENTENCE, np.array([len(SENTENCE)], np.int64), a0, a1, larg,
                                   loop.no_stats(), keep, WINDOW, False, ALPHA, ALPHA, 0, 1,
-                                  np.uint64(1), loop.NO_HOT)
+                                  np.uint64(1), loop.NO_HOT, loop.NO_HOT)
     assert trained == len(SENTENCE)
     return a0, a1, loss, pairs
 

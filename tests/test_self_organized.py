@@ -103,7 +103,7 @@ def test_two_level_step_and_statistic_match_the_reference(sg):
     a0, a1 = syn0.copy(), out.copy()
     loss, _, _ = loop.kernel(sg, DIM, loop.CLASS)(
         SENTENCE, np.array([len(SENTENCE)], np.int64), a0, a1, layer.kernel_args(), loop.no_stats(),
-        np.full(V, 0xFFFFFFFF, np.uint32), window, False, alpha, alpha, 0, 1, np.uint64(1), loop.NO_HOT)
+        np.full(V, 0xFFFFFFFF, np.uint32), window, False, alpha, alpha, 0, 1, np.uint64(1), loop.NO_HOT, loop.NO_HOT)
     predictor = naive.class_predictor(cluster_of, C, alpha, q_ref, layer.organizer.lam.astype(np.float64))
     architecture = naive.skipgram if sg else naive.cbow
     e0, e1, e_loss = architecture(SENTENCE.tolist(), syn0, out, window, predictor)
@@ -134,7 +134,7 @@ def test_binary_statistic_matches_the_cluster_distribution():
     loop.kernel(True, DIM, loop.SO_HS)(np.array([centre, context], np.int32), np.array([2], np.int64),
                                        syn0, layer.weights, layer.kernel_args(), loop.no_stats(),
                                        np.full(len(vocab), 0xFFFFFFFF, np.uint32), 1, False, 0.0,
-                                       0.0, 0, 1, np.uint64(1), loop.NO_HOT)
+                                       0.0, 0, 1, np.uint64(1), loop.NO_HOT, loop.NO_HOT)
     assert max(expected.values()) - min(expected.values()) > 2  # clusters far apart: a real check
     for c, value in expected.items():
         assert layer.organizer.q[centre, c] == pytest.approx(value, abs=0.05)

@@ -36,14 +36,15 @@ made the HS kernel about 1.8x and the NS kernel 1.7x faster (docs/performance.md
 kernels fast").
 
 Arguments of every kernel: ``(ids, bounds, syn0, weights, larg, stats, keep_thr, window, reduce,
-alpha0, min_alpha, words_before, total_words, seed, hot)``; ``larg`` is the layer's tuple of arrays
+alpha0, min_alpha, words_before, total_words, seed, hot, hot_in)``; ``larg`` is the layer's tuple of arrays
 (its own learned or fixed state, which a body may also write), ``stats`` a ``(V, 2)`` float64
 array that receives, per target word, the predictions made and their summed nll when the kernel
 was built with ``stats=True`` (else any ``(1, 2)`` array), ``hot`` the calling thread's int32 map
 from output row to row of ``weights`` when the kernel was built with ``hot=True`` (HS and NS
 bodies, and SO_HS's training: the hottest rows go to the thread's private copies,
 ``devices.HotRows``; its sampled statistic reads the shared rows, at most a chunk old), else
-``NO_HOT``. Returns ``(loss, pairs, trained)``:
+``NO_HOT``, and ``hot_in`` likewise its map from word id to row of ``syn0`` (the most written
+input vectors' private copies). Returns ``(loss, pairs, trained)``:
 summed nll (nats, float64), predictions made, words kept after down-sampling.
 """
 from __future__ import annotations
@@ -99,8 +100,9 @@ def kernel(sg: bool, dim: int, body: int, batch_levels: int = 0, stats: bool = F
       contexts (0 = word2vec's order). ``PAIRS`` emits ``(inputs, targets, rates)``.
       ``saturate`` (HS bodies): the saturated gradient beyond the sigmoid's clip instead of no
       update (``hs.py``).
-    * ``hot`` (HS, NS, SO_HS bodies): every output row goes through the ``hot`` argument's map,
-      which sends the hottest rows to the calling thread's private copies (``devices.HotRows``).
+    * ``hot`` (HS, NS, SO_HS bodies): every output row goes through the ``hot`` argument's map
+      and every input row through ``hot_in``'s, which send the hottest rows to the calling
+      thread's private copies (``devices.HotRows``).
     * CBOW: the mean of the context vectors predicts the centre word and every context vector
       receives the full error (word2vec, gensim ``cbow_mean=1``); with ``cbow_mean=False`` their
       sum predicts it and each receives the error divided by their number (gensim
@@ -120,7 +122,7 @@ def kernel(sg: bool, dim: int, body: int, batch_levels: int = 0, stats: bool = F
     WIDTH = VECTOR_WIDTH  # keys the disk cache too: the width changes the code
 
     def loop(ids, bounds, syn0, weights, larg, word_stats, keep_thr, window, reduce, alpha0,
-             min_alpha, words_before, total_words, seed, hot):
+             min_alpha, words_before, total_words, seed, hot, hot_in):
         if SRC < 0 or WIDTH < 0:  # never: they only key the disk cache (_sources_digest)
             return 0.0, 0, 0
         state = np.uint64(seed)
@@ -155,7 +157,7 @@ def kernel(sg: bool, dim: int, body: int, batch_levels: int = 0, stats: bool = F
                 k = 0
                 for c in range(lo, hi):
                     if c != pos:
-                        ctx[k] = sent[c]
+                        ctx[k] = hot_in[sent[c]] if HOT else sent[c]  # the input rows
                         k += 1
                 centre_loss = 0.0
                 if SG:
