@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import re
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Iterator, List, Optional, Tuple
@@ -383,9 +384,11 @@ def _blocks(path: str, block_bytes: int, span: Optional[Tuple[int, int]] = None
             ) -> Iterator[Tuple[np.ndarray, int, bool]]:
     """(buffer, bytes to tokenise, file ended) per block: whole tokens only, the tail carried
     into the next block; raises NeedsPython for invalid UTF-8 or a giant token. ``span``:
-    only the bytes [start, end) of a plain file (both at line starts)."""
+    only the bytes [start, end) of a plain file (both just after whitespace: whole tokens);
+    its last block says "file ended" only at the file's end (else a line goes on)."""
     carry = b""
     first = span is None or span[0] == 0
+    file_end = span is None or span[1] >= os.path.getsize(path)
     with open_binary(path) as fh:
         left = None
         if span is not None:
@@ -404,7 +407,7 @@ def _blocks(path: str, block_bytes: int, span: Optional[Tuple[int, int]] = None
             if not valid_utf8(buf, len(buf)) or (final and not _complete_utf8(data)):
                 raise NeedsPython(path, "invalid UTF-8")
             if final:
-                yield buf, len(buf), True
+                yield buf, len(buf), file_end
                 return
             cut = max(data.rfind(b" "), data.rfind(b"\n"), data.rfind(b"\t"), data.rfind(b"\r"))
             carry = data[cut + 1:]
@@ -457,7 +460,8 @@ class Recording:
 def count_file(path: str, table: Table, max_sentence_length: int, prune_at: int, state: dict,
                block_bytes: int = BLOCK_BYTES, progress=None,
                record: Optional[Recording] = None, span: Optional[Tuple[int, int]] = None) -> int:
-    """Add ``path``'s token counts to ``table``; returns its tokens. ``state`` carries the
+    """Add ``path``'s token counts to ``table``; returns (its tokens, the tokens of the piece
+    still open at its end: only a ``span`` that ends inside a line leaves one). ``state`` carries the
     pruning threshold (``min_reduce``) across files, as ``vocab.scan_counts`` does;
     ``progress(tokens)`` is called after every block; ``record`` (no pruning) keeps every
     token's entry while it is active; ``span``: only these bytes of a plain file."""
@@ -489,7 +493,7 @@ def count_file(path: str, table: Table, max_sentence_length: int, prune_at: int,
             now = int(table.values[:table.n].sum())
             progress(now - reported)
             reported = now
-    return int(table.values[:table.n].sum()) - before
+    return int(table.values[:table.n].sum()) - before, pending
 
 
 def _prune(table: Table, state: dict) -> int:
@@ -541,7 +545,7 @@ def _scan_in_order(corpus: Corpus, max_vocab_size: Optional[int], progress):
     state = {"min_reduce": 1}
     record = None if max_vocab_size else Recording(RECORD_TOKENS, _most_tokens(corpus))
     total = sum(count_file(path, table, corpus.max_sentence_length, max_vocab_size or 0, state,
-                           corpus.block_bytes, progress, record) for path in corpus.files)
+                           corpus.block_bytes, progress, record)[0] for path in corpus.files)
     entries = [record.ids[:record.k]] if record is not None and record.active else None
     return table, total, state["min_reduce"], entries
 
@@ -551,7 +555,8 @@ PARALLEL_MIN_BYTES = 4 << 20  # smaller corpora are scanned in one thread
 
 def _parts(corpus: Corpus, workers: int):
     """``workers`` runs of (path, start, end) spans, in corpus order, of about equal bytes,
-    split at line starts; None when the corpus is not worth it or not splittable (compressed)."""
+    split just after a whitespace byte (a line may go on into the next part: a corpus can be
+    one long line); None when the corpus is not worth it or not splittable (compressed)."""
     files = list(corpus.files)
     if workers < 2 or any(compression(p) is not None for p in files):
         return None
@@ -565,7 +570,7 @@ def _parts(corpus: Corpus, workers: int):
         while at >= sizes[f]:
             at -= sizes[f]
             f += 1
-        cuts.append(max(cuts[-1], (f, _next_line_start(files[f], at, sizes[f]))))
+        cuts.append(max(cuts[-1], (f, _next_token_start(files[f], at, sizes[f]))))
     cuts.append((len(files) - 1, sizes[-1]))
     parts = []
     for (f0, o0), (f1, o1) in zip(cuts, cuts[1:]):
@@ -575,8 +580,12 @@ def _parts(corpus: Corpus, workers: int):
     return [p for p in parts if p]
 
 
-def _next_line_start(path: str, at: int, size: int) -> int:
-    """The first line start at or after byte ``at`` (``size`` if none)."""
+_CUT_AFTER = re.compile(rb"[ \t\r\n]")  # whitespace that ``_blocks`` also cuts blocks at
+
+
+def _next_token_start(path: str, at: int, size: int) -> int:
+    """The first position at or after byte ``at`` just after a whitespace byte (``size`` if
+    none): a token starts there or later, and UTF-8 characters are whole on both sides."""
     if at == 0:
         return 0
     with open(path, "rb") as fh:
@@ -586,43 +595,108 @@ def _next_line_start(path: str, at: int, size: int) -> int:
             block = fh.read(1 << 16)
             if not block:
                 return size
+            found = _CUT_AFTER.search(block)
+            if found:
+                return pos + found.start() + 1
+            pos += len(block)
+
+
+def _line_goes_on(path: str, at: int) -> bool:
+    """Whether byte ``at`` is inside a line (a part starting there begins with its rest)."""
+    if at == 0:
+        return False
+    with open(path, "rb") as fh:
+        fh.seek(at - 1)
+        return fh.read(1) != b"\n"
+
+
+def _newline_after(path: str, start: int, end: int) -> Optional[int]:
+    """The position just after the first newline in [start, end), or None."""
+    with open(path, "rb") as fh:
+        fh.seek(start)
+        pos = start
+        while pos < end:
+            block = fh.read(min(1 << 16, end - pos))
             i = block.find(b"\n")
             if i >= 0:
                 return pos + i + 1
             pos += len(block)
+    return None
+
+
+NO_LIMIT = 1 << 62  # a line's rest scanned without cutting it: the cuts depend on what came before
 
 
 def _scan_parts(corpus: Corpus, parts, progress):
     """Scan the parts in threads (the scanner releases the GIL), then merge their tables and
-    recordings in corpus order. (table, tokens, recorded entries or None)"""
+    recordings in corpus order. (table, tokens, recorded entries or None)
+
+    A part that starts inside a line scans the line's rest (up to its first newline) without
+    cutting it into ``max_sentence_length`` pieces: where those cuts fall depends on the tokens
+    of the line in the parts before. Once the parts are scanned, in order, the open piece at
+    each part's end is known and the rest's cuts are marked (``_cut_line_rest``)."""
     lock = threading.Lock()
+    limit = corpus.max_sentence_length
 
     def report(tokens):
         with lock:
             progress(tokens)
 
+    def count(path, span, table, record, piece_limit):
+        return count_file(path, table, piece_limit, 0, {"min_reduce": 1}, corpus.block_bytes,
+                          report if progress else None, record, span)
+
     def scan_part(spans):
         table = Table()
         record = Recording(RECORD_TOKENS // len(parts), sum((b - a) // 2 + 1 for _, a, b in spans))
-        tokens = sum(count_file(path, table, corpus.max_sentence_length, 0, {"min_reduce": 1},
-                                corpus.block_bytes, report if progress else None, record, (a, b))
-                     for path, a, b in spans)
-        return table, tokens, record
+        tokens = 0
+        rest = None  # (tokens of the line's rest, whether the line goes on past the part)
+        open_piece = 0
+        for i, (path, a, b) in enumerate(spans):
+            if i == 0 and _line_goes_on(path, a):
+                stop = _newline_after(path, a, b)
+                n, open_piece = count(path, (a, stop or b), table, record, NO_LIMIT)
+                tokens += n
+                rest = (record.k if record.active else 0,
+                        stop is None and b < os.path.getsize(path))  # the line goes on
+                a = stop or b
+                if a >= b:
+                    continue
+            n, open_piece = count(path, (a, b), table, record, limit)
+            tokens += n
+        return table, tokens, record, rest, open_piece
 
     with ThreadPoolExecutor(len(parts), thread_name_prefix="semhuff-scan") as pool:
         results = list(pool.map(scan_part, parts))
-    table, total, record = results[0]
-    entries = [record.ids[:record.k]] if record.active else None
-    for other, tokens, record in results[1:]:
+    recorded = all(r[2].active for r in results)
+    carried = 0  # tokens of the piece open at the end of the parts so far
+    for _, _, record, rest, open_piece in results:
+        if rest is not None:
+            n, goes_on = rest
+            if recorded:
+                _cut_line_rest(record.ids, n, carried, limit)
+            carried = (carried + n) % limit if goes_on else open_piece
+        else:
+            carried = open_piece
+    table, total, record, _, _ = results[0]
+    entries = [record.ids[:record.k]] if recorded else None
+    for other, tokens, record, _, _ in results[1:]:
         remap = table.merge(other)
         total += tokens
-        if entries is not None and record.active:
+        if entries is not None:
             part = record.ids[:record.k]
             _renumber(part, remap)
             entries.append(part)
-        else:
-            entries = None
     return table, total, entries
+
+
+@numba.njit(cache=True, nogil=True)
+def _cut_line_rest(entries, n, carried, limit):
+    """Mark the ``max_sentence_length`` cuts in a line's first ``n`` tokens, ``carried``
+    tokens of its current piece having come before them."""
+    for j in range(n):
+        if (carried + j + 1) % limit == 0:
+            entries[j] |= PIECE_END
 
 
 @numba.njit(cache=True, nogil=True)
@@ -676,9 +750,9 @@ def recorded_chunks(parts: List[np.ndarray], scanned: List[str], words: List[str
     for entries in parts:
         pos = 0
         while pos < entries.shape[0]:
-            pos, k, nb, raw = _chunk_of_entries(entries, pos, remap, chunk_words, ids, bounds,
-                                                k, nb, raw)
-            if raw >= chunk_words:
+            pos, k, nb, raw, full = _chunk_of_entries(entries, pos, remap, chunk_words, ids,
+                                                      bounds, k, nb, raw)
+            if full:
                 yield Chunk(ids[:k].copy(), bounds[:nb].copy(), raw)
                 k = nb = raw = 0
     if raw:
@@ -687,8 +761,9 @@ def recorded_chunks(parts: List[np.ndarray], scanned: List[str], words: List[str
 
 @numba.njit(cache=True, nogil=True)
 def _chunk_of_entries(entries, pos, remap, chunk_words, ids, bounds, k, nb, raw):
-    """From ``pos``, add pieces to the chunk (k ids, nb bounds, raw tokens so far) until it
-    holds ``chunk_words`` raw tokens (ENCODE's rule) or the entries end. (pos, k, nb, raw)"""
+    """From ``pos``, add pieces to the chunk (k ids, nb bounds, raw tokens so far) until a
+    piece ends with ``chunk_words`` raw tokens in it (ENCODE's rule: then ``full``) or the
+    entries end (a part may end inside a piece). (pos, k, nb, raw, full)"""
     while pos < entries.shape[0]:
         x = entries[pos]
         pos += 1
@@ -701,8 +776,8 @@ def _chunk_of_entries(entries, pos, remap, chunk_words, ids, bounds, k, nb, raw)
             bounds[nb] = k
             nb += 1
             if raw >= chunk_words:
-                break
-    return pos, k, nb, raw
+                return pos, k, nb, raw, True
+    return pos, k, nb, raw, False
 
 
 def _tokenised_chunks(corpus: Corpus, words: List[str], chunk_words: int) -> Iterator[Chunk]:

@@ -137,15 +137,22 @@ def test_cut_utf8_at_the_end_of_a_file_goes_to_the_python_path(tmp_path):
 
 
 @pytest.mark.parametrize("workers", [2, 3, 5])
-@pytest.mark.parametrize("case", ["lee", "lee-twice-weird", "pieces-of-7"])
+@pytest.mark.parametrize("case", ["lee", "lee-twice-weird", "pieces-of-7", "one-line-pieces-of-997",
+                                  "one-line-pieces-of-7-then-lee"])
 def test_parallel_scan_gives_the_same_vocabulary_and_chunks(files, monkeypatch, workers, case):
-    """Plain files split at line starts, scanned in threads, merged in order: the same counts
-    in the same first-seen order, and the same first-epoch chunks from the merged recordings."""
+    """Plain files split after whitespace (inside lines too), scanned in threads, merged in
+    order: the same counts in the same first-seen order, and the same first-epoch chunks
+    (the same pieces of long lines) from the merged recordings."""
     folder, lee = files
+    one_line = folder / "one-line.txt"
+    if not one_line.exists():  # lee's text as one line, as text8-like corpora are
+        one_line.write_text(" ".join(open(lee, encoding="utf-8").read().split()), encoding="utf-8")
     monkeypatch.setattr(fastscan, "PARALLEL_MIN_BYTES", 0)
     paths, limit = {"lee": (lee, 10_000),
                     "lee-twice-weird": ([lee, str(folder / "weird.txt"), lee], 10_000),
-                    "pieces-of-7": (lee, 7)}[case]
+                    "pieces-of-7": (lee, 7),
+                    "one-line-pieces-of-997": (str(one_line), 997),
+                    "one-line-pieces-of-7-then-lee": ([str(one_line), lee], 7)}[case]
     counts, total, _, index, chunks = python_path(paths, limit, None, 2_000, 1 << 12)
     corpus = Corpus(paths, max_sentence_length=limit, block_bytes=1 << 12)
     parts = fastscan._parts(corpus, workers)
@@ -156,15 +163,15 @@ def test_parallel_scan_gives_the_same_vocabulary_and_chunks(files, monkeypatch, 
     assert_same_chunks(fastscan.encode_chunks(corpus, sorted(index, key=index.get), 2_000), chunks)
 
 
-def test_parts_split_at_line_starts(tmp_path, monkeypatch):
+def test_parts_split_after_whitespace(tmp_path, monkeypatch):
     monkeypatch.setattr(fastscan, "PARALLEL_MIN_BYTES", 0)
-    path = tmp_path / "lines.txt"
-    path.write_bytes(b"aaa bb\n" * 1000 + b"last line without newline")
+    path = tmp_path / "one-line.txt"
+    path.write_bytes("caf\u00e9 bb\u3000x ".encode("utf-8") * 1000 + b"no newline at all")
     data = path.read_bytes()
     parts = fastscan._parts(Corpus(str(path)), 4)
     assert len(parts) == 4
     flat = [span for part in parts for span in part]
     assert flat[0][1] == 0 and flat[-1][2] == len(data)
     for (_, _, end), (_, start, _) in zip(flat, flat[1:]):
-        assert end == start and data[start - 1:start] == b"\n"
+        assert end == start and data[start - 1:start] in (b" ", b"\n", b"\t", b"\r")
     assert fastscan._parts(Corpus(str(path)), 1) is None
