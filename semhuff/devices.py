@@ -149,7 +149,8 @@ class CpuSession:
 
     def _hot_rows(self, plan: Plan) -> Optional[HotRows]:
         """Private hot rows for two or more threads, where the layer names them."""
-        n = self.layer.HOT_ROWS if self.HOT_ROWS is None else self.HOT_ROWS
+        n = (self.layer.hot_row_count(plan.total_words) if self.HOT_ROWS is None
+             else self.HOT_ROWS)
         if self.concurrency < 2 or plan.counts is None or n <= 0:
             return None
         rows = self.layer.hot_rows(plan.counts, n)

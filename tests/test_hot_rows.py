@@ -194,3 +194,17 @@ def test_two_workers_leave_their_training_in_the_models_own_array():
     assert np.abs(array[:3] - initial[:3]).min() > 0  # the hottest words' vectors moved
     assert len(hook.seen) >= 2 and not np.array_equal(hook.seen[0], hook.seen[-1])
     assert not np.array_equal(hook.seen[0], initial[:3])
+
+
+def test_hs_keeps_more_private_rows_for_a_long_training_call():
+    """256 top-of-tree rows for a short train() call, 1,024 from 16M input words on (measured
+    to train as well there, and worse on 2M-3M-token corpora)."""
+    model, _, plan = _model("hs")
+    layer = model.layer
+    assert layer.hot_row_count(layer.LARGE_WORDS - 1) == 256
+    assert layer.hot_row_count(layer.LARGE_WORDS) == 1024
+    layer.HOT_ROWS, layer.HOT_ROWS_LARGE = 4, 16  # of 59 inner nodes
+    for words, rows in ((1000, 4), (layer.LARGE_WORDS, 16)):
+        session = CpuSession(model.syn0.copy(), copy.deepcopy(layer), 2)
+        session.warm_up(Plan(**{**plan.__dict__, "total_words": words}))
+        assert len(session.hot.rows) == rows

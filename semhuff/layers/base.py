@@ -86,6 +86,10 @@ class OutputLayer:
     HOT_ROWS = 0  # how many rows ``hot_rows`` names by default (measured per layer)
     HOT_MERGE = "sum"  # how the threads' changes to them combine: "sum" or "average"
 
+    def hot_row_count(self, total_words: int) -> int:
+        """How many private rows for a ``train()`` call over ``total_words`` input words."""
+        return self.HOT_ROWS
+
     def hot_rows(self, counts: np.ndarray, n: int) -> Optional[np.ndarray]:
         """The ``n`` output rows that the most predictions write, which threads keep private
         copies of (``devices.HotRows``), or None: every row shared (the default; a layer whose

@@ -30,11 +30,17 @@ class HierarchicalSoftmax(OutputLayer):
     # Private top-of-tree rows for each thread (devices.HotRows), averaged when merged: nearly
     # every prediction updates them, so each thread's copy settles within a chunk and summing
     # two settled changes overshoots (-2.2 analogy points); averaging costs 0.3. 1,024 rows ran
-    # two threads 1.79x one (256: 1.67x) and trained as well on the full corpus, but worse on
-    # small ones (2M-token prefix, 3 seeds: WS353 0.266-0.267 vs 0.276-0.279 with 256; plain
-    # Hogwild 0.285), so 256 (docs/performance.md).
+    # two threads 1.82x one on the full corpus (256: 1.73x) and trained as well there and on a
+    # 6M-token prefix, but worse on small ones (3M prefix, 3 epochs, 4 seeds: WS353 0.313 vs
+    # 0.331; 2M: 0.270 vs 0.284), so 1,024 only for a train() call of 16M input words or more
+    # (docs/performance.md, "Private hot rows").
     HOT_ROWS = 256
+    HOT_ROWS_LARGE = 1024
+    LARGE_WORDS = 16_000_000
     HOT_MERGE = "average"
+
+    def hot_row_count(self, total_words):
+        return self.HOT_ROWS_LARGE if total_words >= self.LARGE_WORDS else self.HOT_ROWS
     _BATCH_LEVELS = {"word2vec": 0, "mixed": MIXED_LEVELS, "batched": 1 << 30}
 
     def __init__(self, tree: Tree, order: str = "mixed", clip: str = "skip"):
