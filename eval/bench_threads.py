@@ -11,8 +11,9 @@ else of the trainer, in four ways, alternated ``--repeats`` times:
 * ``2 threads, shared``: two threads take the chunks in turn and write the same weights
   (plain Hogwild, what ``semhuff-train --workers 2`` did before ``HotRows``);
 * ``2 threads, private hot rows``: as ``shared``, but each thread keeps private copies of the
-  ``--hot-rows`` most written output rows and merges its change into them after each chunk
-  (``devices.HotRows``, what ``semhuff-train --workers 2`` does now);
+  ``--hot-rows`` most written output rows (default: the layer's count for one epoch of the
+  prefix) and of the ``--hot-inputs`` most written input vectors, and merges its change into them
+  after each chunk (``devices.HotRows``, what ``semhuff-train --workers 2`` does now);
 * ``2 threads, private``: each thread trains its half of the chunks on its own copy of all the
   weights (no row is shared; the same work, so the difference to ``shared`` is what sharing rows
   between the cores costs);
@@ -71,11 +72,13 @@ def _train(sessions, plan, chunks):
     return time.perf_counter() - wall, time.process_time() - cpu
 
 
-def _sessions(way, syn0, layer, plan, hot_rows, share):
+def _sessions(way, syn0, layer, plan, hot_rows, share, hot_inputs=None):
     """The session each of the threads uses (the same object for threads that share rows)."""
     def fresh(workers, hot=0):
         session = CpuSession(syn0.copy(), copy.deepcopy(layer), workers)
         session.HOT_ROWS, session.HOT_SHARE = hot, share
+        if hot_inputs is not None:
+            session.HOT_INPUTS = hot_inputs
         session.warm_up(plan)
         return session
 
@@ -90,7 +93,7 @@ def _sessions(way, syn0, layer, plan, hot_rows, share):
     return [a, CpuSession(a.syn0, copy.deepcopy(a.layer), 1)]
 
 
-def run(path, loss, hs_order, repeats, hot_rows, share):
+def run(path, loss, hs_order, repeats, hot_rows, share, hot_inputs=None):
     model = Word2Vec(vector_size=100, window=5, min_count=5, sample=1e-3, sg=1, loss=loss,
                      hs_order=hs_order, seed=1, workers=2, progress=False)
     model.build_vocab(Corpus(path))
@@ -103,7 +106,7 @@ def run(path, loss, hs_order, repeats, hot_rows, share):
     times = {way: [] for way in WAYS}
     for _ in range(repeats):
         for way in WAYS:
-            sessions = _sessions(way, model.syn0, model.layer, plan, hot_rows, share)
+            sessions = _sessions(way, model.syn0, model.layer, plan, hot_rows, share, hot_inputs)
             times[way].append(_train(sessions, plan, chunks))
     print(f"\n{loss}: {raw:,} raw words, {len(chunks)} chunks, one epoch per run, {repeats} runs "
           f"per way, alternated")
@@ -164,6 +167,9 @@ def main(argv=None) -> int:
     p.add_argument("--hot-rows", type=int, default=None,
                    help="rows each thread keeps private in the 'private hot rows' way (default: "
                         "the layer's HOT_ROWS)")
+    p.add_argument("--hot-inputs", type=int, default=None,
+                   help="input vectors each thread keeps private in the 'private hot rows' way "
+                        "(default: CpuSession.HOT_INPUTS)")
     p.add_argument("--share", type=float, default=None,
                    help="factor of a thread's change to its hot rows when merged (default: the "
                         "layer's HOT_MERGE)")
@@ -183,7 +189,8 @@ def main(argv=None) -> int:
             if args.quality:
                 run_quality(path, tokens, loss, args)
             else:
-                run(path, loss, args.hs_order, max(1, args.repeats), args.hot_rows, args.share)
+                run(path, loss, args.hs_order, max(1, args.repeats), args.hot_rows, args.share,
+                    args.hot_inputs)
     return 0
 
 

@@ -150,6 +150,19 @@ def _find(buf, a, b, h, slots, key_start, key_len, hashes, arena):
         s = (s + 1) & mask
 
 
+@numba.njit(inline="always", nogil=True)
+def _insert(src, a, b, h, s, value, slots, key_start, key_len, hashes, values, arena, n, used):
+    """Make src[a:b] (hash ``h``, free slot ``s`` from ``_find``) entry ``n`` with ``value``.
+    (entries, arena bytes used) after it."""
+    slots[s] = n
+    key_start[n] = used
+    key_len[n] = b - a
+    hashes[n] = h
+    values[n] = value
+    arena[used:used + b - a] = src[a:b]
+    return n + 1, used + b - a
+
+
 class Table:
     """Token bytes -> entry (count or id), growing as needed; entries in first-seen order."""
 
@@ -244,14 +257,8 @@ def _insert_all(blob, starts, lengths, slots, key_start, key_len, hashes, values
         s, e = _find(blob, a, b, h, slots, key_start, key_len, hashes, arena)
         if e >= 0:
             continue  # a duplicate word: the first id stands
-        slots[s] = n
-        key_start[n] = used
-        key_len[n] = b - a
-        hashes[n] = h
-        values[n] = i
-        arena[used:used + b - a] = blob[a:b]
-        used += b - a
-        n += 1
+        n, used = _insert(blob, a, b, h, s, i, slots, key_start, key_len, hashes, values, arena,
+                          n, used)
     return n, used
 
 
@@ -263,15 +270,9 @@ def _merge_into(slots, key_start, key_len, hashes, values, arena, n, used, start
         a, b, h = start1[e1], start1[e1] + len1[e1], hashes1[e1]
         s, e = _find(arena1, a, b, h, slots, key_start, key_len, hashes, arena)
         if e < 0:
-            slots[s] = n
-            key_start[n] = used
-            key_len[n] = b - a
-            hashes[n] = h
-            values[n] = 0
-            arena[used:used + b - a] = arena1[a:b]
-            used += b - a
             e = n
-            n += 1
+            n, used = _insert(arena1, a, b, h, s, 0, slots, key_start, key_len, hashes, values,
+                              arena, n, used)
         values[e] += values1[e1]
         remap[e1] = e
     return remap, n, used
@@ -332,15 +333,9 @@ def _scanner(mode: int):
                     if e < 0:
                         if n_entries >= key_start.shape[0] - 1 or used + (i - a) > arena.shape[0]:
                             return a, pending, n_entries, used, k, nb, raw, GROW
-                        slots[s] = n_entries
-                        key_start[n_entries] = used
-                        key_len[n_entries] = i - a
-                        hashes[n_entries] = h
-                        values[n_entries] = 0
-                        arena[used:used + i - a] = buf[a:i]
-                        used += i - a
                         e = n_entries
-                        n_entries += 1
+                        n_entries, used = _insert(buf, a, i, h, s, 0, slots, key_start, key_len,
+                                                  hashes, values, arena, n_entries, used)
                     values[e] += 1
                     if MODE == RECORD:
                         ids[k] = e
