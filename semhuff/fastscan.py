@@ -423,16 +423,15 @@ class Recording:
     """Every token's table entry, kept by the vocabulary scan (``RECORD``) so that the first
     epoch maps entries to ids (``recorded_chunks``) instead of tokenising the text a second
     time: on two cores that second pass ran beside the training threads and made the first
-    epoch about 13% slower than the later ones (3M-token prefix). 4 bytes a token (the sign bit marks a piece's last token), within
-    ``limit`` tokens; past it recording stops and frees its memory (the first epoch then
-    tokenises again, as before)."""
+    epoch about 13% slower than the later ones (3M-token prefix). 4 bytes a token (the sign
+    bit marks a piece's last token), within ``limit`` tokens; past it recording stops and frees
+    its memory (the first epoch then tokenises again, as before)."""
 
     FIRST = 1 << 20  # entries allocated at first, doubled as needed
 
     def __init__(self, limit: int, most: Optional[int] = None):
-        """``most``: an upper bound of the tokens, if known (plain files: half their bytes, as
-        every token but the last ends at a whitespace byte); then one allocation, of which
-        the OS commits only the pages written."""
+        """``most``: an upper bound of the tokens, if known (plain files, ``_token_bound``);
+        then one allocation, of which the OS commits only the pages written."""
         self.limit = int(limit)
         self.ids = np.empty(min(self.limit, most or self.FIRST), np.int32)
         self.k = 0
@@ -456,8 +455,8 @@ def count_file(path: str, table: Table, max_sentence_length: int, prune_at: int,
                block_bytes: int = BLOCK_BYTES, progress=None,
                record: Optional[Recording] = None, span: Optional[Tuple[int, int]] = None) -> int:
     """Add ``path``'s token counts to ``table``; returns (its tokens, the tokens of the piece
-    still open at its end: only a ``span`` that ends inside a line leaves one). ``state`` carries the
-    pruning threshold (``min_reduce``) across files, as ``vocab.scan_counts`` does;
+    still open at its end: only a ``span`` that ends inside a line leaves one). ``state``
+    carries the pruning threshold (``min_reduce``) across files, as ``vocab.scan_counts`` does;
     ``progress(tokens)`` is called after every block; ``record`` (no pruning) keeps every
     token's entry while it is active; ``span``: only these bytes of a plain file."""
     before = int(table.values[:table.n].sum())
@@ -510,7 +509,7 @@ def scan(corpus: Corpus, max_vocab_size: Optional[int] = None, progress=None, wo
     """The vocabulary scan of a ``Corpus`` in compiled code: ``(Counter-like dict word ->
     count in first-seen order, total tokens, min_reduce)`` as ``vocab.scan_counts`` returns,
     or None when a file needs the Python path. ``workers`` >= 2: plain files split into that
-    many parts at line starts, scanned in parallel and merged in order (the same result)."""
+    many parts (``_parts``), scanned in parallel and merged in order (the same result)."""
     if not _local_files(corpus):
         return None
     _RECORDED.clear()
@@ -538,6 +537,7 @@ def _scan_in_order(corpus: Corpus, max_vocab_size: Optional[int], progress):
     min_reduce, recorded entries or None)"""
     table = Table()
     state = {"min_reduce": 1}
+    # pruning renumbers the entries: nothing to record
     record = None if max_vocab_size else Recording(RECORD_TOKENS, _most_tokens(corpus))
     total = sum(count_file(path, table, corpus.max_sentence_length, max_vocab_size or 0, state,
                            corpus.block_bytes, progress, record)[0] for path in corpus.files)
@@ -576,6 +576,22 @@ def _parts(corpus: Corpus, workers: int):
 
 
 _CUT_AFTER = re.compile(rb"[ \t\r\n]")  # whitespace that ``_blocks`` also cuts blocks at
+_NEWLINE = re.compile(rb"\n")
+
+
+def _just_after(path: str, start: int, end: int, pattern) -> Optional[int]:
+    """The position just after the first byte in [start, end) that ``pattern`` matches, or
+    None."""
+    with open(path, "rb") as fh:
+        fh.seek(start)
+        pos = start
+        while pos < end:
+            block = fh.read(min(1 << 16, end - pos))
+            found = pattern.search(block)
+            if found:
+                return pos + found.start() + 1
+            pos += len(block)
+    return None
 
 
 def _next_token_start(path: str, at: int, size: int) -> int:
@@ -583,17 +599,8 @@ def _next_token_start(path: str, at: int, size: int) -> int:
     none): a token starts there or later, and UTF-8 characters are whole on both sides."""
     if at == 0:
         return 0
-    with open(path, "rb") as fh:
-        fh.seek(at - 1)
-        pos = at - 1
-        while True:
-            block = fh.read(1 << 16)
-            if not block:
-                return size
-            found = _CUT_AFTER.search(block)
-            if found:
-                return pos + found.start() + 1
-            pos += len(block)
+    found = _just_after(path, at - 1, size, _CUT_AFTER)
+    return size if found is None else found
 
 
 def _line_goes_on(path: str, at: int) -> bool:
@@ -603,20 +610,6 @@ def _line_goes_on(path: str, at: int) -> bool:
     with open(path, "rb") as fh:
         fh.seek(at - 1)
         return fh.read(1) != b"\n"
-
-
-def _newline_after(path: str, start: int, end: int) -> Optional[int]:
-    """The position just after the first newline in [start, end), or None."""
-    with open(path, "rb") as fh:
-        fh.seek(start)
-        pos = start
-        while pos < end:
-            block = fh.read(min(1 << 16, end - pos))
-            i = block.find(b"\n")
-            if i >= 0:
-                return pos + i + 1
-            pos += len(block)
-    return None
 
 
 NO_LIMIT = 1 << 62  # a line's rest scanned without cutting it: the cuts depend on what came before
@@ -643,17 +636,17 @@ def _scan_parts(corpus: Corpus, parts, progress):
 
     def scan_part(spans):
         table = Table()
-        record = Recording(RECORD_TOKENS // len(parts), sum((b - a) // 2 + 1 for _, a, b in spans))
+        record = Recording(RECORD_TOKENS // len(parts),
+                           sum(_token_bound(b - a) for _, a, b in spans))
         tokens = 0
-        rest = None  # (tokens of the line's rest, whether the line goes on past the part)
+        rest = (0, False)  # (tokens of the line's rest, whether the line goes on past the part)
         open_piece = 0
         for i, (path, a, b) in enumerate(spans):
             if i == 0 and _line_goes_on(path, a):
-                stop = _newline_after(path, a, b)
+                stop = _just_after(path, a, b, _NEWLINE)
                 n, open_piece = count(path, (a, stop or b), table, record, NO_LIMIT)
                 tokens += n
-                rest = (record.k if record.active else 0,
-                        stop is None and b < os.path.getsize(path))  # the line goes on
+                rest = (n, stop is None and b < os.path.getsize(path))  # the line goes on
                 a = stop or b
                 if a >= b:
                     continue
@@ -665,14 +658,10 @@ def _scan_parts(corpus: Corpus, parts, progress):
         results = list(pool.map(scan_part, parts))
     recorded = all(r[2].active for r in results)
     carried = 0  # tokens of the piece open at the end of the parts so far
-    for _, _, record, rest, open_piece in results:
-        if rest is not None:
-            n, goes_on = rest
-            if recorded:
-                _cut_line_rest(record.ids, n, carried, limit)
-            carried = (carried + n) % limit if goes_on else open_piece
-        else:
-            carried = open_piece
+    for _, _, record, (n, goes_on), open_piece in results:
+        if recorded:
+            _cut_line_rest(record.ids, n, carried, limit)
+        carried = (carried + n) % limit if goes_on else open_piece
     table, total, record, _, _ = results[0]
     entries = [record.ids[:record.k]] if recorded else None
     for other, tokens, record, _, _ in results[1:]:
@@ -710,11 +699,17 @@ _RECORDED = {}
 RECORD_TOKENS = 1 << 26  # at most 256 MB of entries: 67M tokens
 
 
+def _token_bound(plain_bytes: int) -> int:
+    """At most this many tokens in so many bytes of plain text: every token but the last ends
+    at a whitespace byte."""
+    return plain_bytes // 2 + 1
+
+
 def _most_tokens(corpus: Corpus) -> Optional[int]:
     """At most this many tokens in ``corpus`` (None for compressed files: unknown)."""
     if any(compression(p) is not None for p in corpus.files):
         return None
-    return sum(os.path.getsize(p) // 2 + 1 for p in corpus.files)
+    return sum(_token_bound(os.path.getsize(p)) for p in corpus.files)
 
 
 def _corpus_key(corpus: Corpus):

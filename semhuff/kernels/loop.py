@@ -36,15 +36,15 @@ made the HS kernel about 1.8x and the NS kernel 1.7x faster (docs/performance.md
 kernels fast").
 
 Arguments of every kernel: ``(ids, bounds, syn0, weights, larg, stats, keep_thr, window, reduce,
-alpha0, min_alpha, words_before, total_words, seed, hot, hot_in)``; ``larg`` is the layer's tuple of arrays
-(its own learned or fixed state, which a body may also write), ``stats`` a ``(V, 2)`` float64
-array that receives, per target word, the predictions made and their summed nll when the kernel
-was built with ``stats=True`` (else any ``(1, 2)`` array), ``hot`` the calling thread's int32 map
-from output row to row of ``weights`` when the kernel was built with ``hot=True`` (HS and NS
-bodies, and SO_HS's training: the hottest rows go to the thread's private copies,
+alpha0, min_alpha, words_before, total_words, seed, hot, hot_in)``; ``larg`` is the layer's tuple
+of arrays (its own learned or fixed state, which a body may also write), ``stats`` a ``(V, 2)``
+float64 array that receives, per target word, the predictions made and their summed nll when the
+kernel was built with ``stats=True`` (else any ``(1, 2)`` array), ``hot`` the calling thread's
+int32 map from output row to row of ``weights`` when the kernel was built with ``hot=True`` (HS and
+NS bodies, and SO_HS's training: the hottest rows go to the thread's private copies,
 ``devices.HotRows``; its sampled statistic reads the shared rows, at most a chunk old), else
-``NO_HOT``, and ``hot_in`` likewise its map from word id to row of ``syn0`` (the most written
-input vectors' private copies). Returns ``(loss, pairs, trained)``:
+``NO_HOT``, and ``hot_in`` likewise its map from word id to row of ``syn0`` (the most written input
+vectors' private copies). Returns ``(loss, pairs, trained)``:
 summed nll (nats, float64), predictions made, words kept after down-sampling.
 """
 from __future__ import annotations
@@ -158,6 +158,7 @@ def kernel(sg: bool, dim: int, body: int, batch_levels: int = 0, stats: bool = F
                 for c in range(lo, hi):
                     if c != pos:
                         ctx[k] = hot_in[sent[c]] if HOT else sent[c]  # the input rows
+                        # (mapping once a sentence instead measured no faster)
                         k += 1
                 centre_loss = 0.0
                 if SG:
