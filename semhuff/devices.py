@@ -146,6 +146,17 @@ class CpuSession:
         self.hot: Optional[HotRows] = None
         self.hot_in: Optional[HotRows] = None
         self._plan: Optional[Plan] = None
+        self._mapped: Dict[int, tuple] = {}  # thread token: (map, layer args, its thread args)
+        self._same_rows = loop.NO_HOT
+
+    def _thread_args(self, token: int, remap: np.ndarray, larg: tuple) -> tuple:
+        """The layer's kernel arguments for the thread holding ``token`` (``thread_args``),
+        made again only when its map or the layer's arrays are new."""
+        seen = self._mapped.get(token)
+        if seen is None or seen[0] is not remap or len(seen[1]) != len(larg) or \
+                any(a is not b for a, b in zip(seen[1], larg)):
+            seen = self._mapped[token] = (remap, larg, self.layer.thread_args(remap))
+        return seen[2]
 
     def _hot_rows(self, plan: Plan) -> Optional[HotRows]:
         """Private hot rows for two or more threads, where the layer names them."""
@@ -193,7 +204,12 @@ class CpuSession:
         if fn.signatures:
             return 0.0
         started = time.perf_counter()
-        larg = self.layer.score_args(0) if score else self.layer.kernel_args()
+        if score:
+            larg = self.layer.score_args(0)
+        elif self.hot is not None:  # the arrays' types of a thread's call (no row private)
+            larg = self.layer.thread_args(np.arange(self.layer.weights.shape[0], dtype=np.int32))
+        else:
+            larg = self.layer.kernel_args()
         fn(np.zeros(0, np.int32), np.zeros(0, np.int64), self.syn0, self.layer.weights,
            larg, self.layer.stats_array(), plan.keep_thr, 1,
            plan.reduce_window, 0.0, 0.0, 0, 1, np.uint64(1), loop.NO_HOT, loop.NO_HOT)
@@ -205,10 +221,12 @@ class CpuSession:
         weights = self.layer.weights if hot is None else hot.weights
         syn0 = self.syn0 if hot_in is None else hot_in.weights
         larg, stats = self.layer.kernel_args(), self.layer.stats_array()
-        check_separate(syn0, weights, stats, *larg)
         token, remap = hot.begin() if hot is not None else (None, loop.NO_HOT)
         token_in, remap_in = hot_in.begin() if hot_in is not None else (None, self._same_rows)
         try:
+            if hot is not None:
+                larg = self._thread_args(token, remap, larg)
+            check_separate(syn0, weights, stats, *larg)
             return fn(chunk.ids, chunk.bounds, syn0, weights, larg, stats, plan.keep_thr,
                       plan.window, plan.reduce_window, plan.alpha, plan.min_alpha, words_before,
                       plan.total_words, np.uint64(seed), remap, remap_in)

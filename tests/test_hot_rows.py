@@ -168,6 +168,45 @@ def test_a_changed_tree_gets_its_own_hot_rows():
     assert session.hot.owner.weights.base is session.hot.weights
 
 
+def test_a_thread_gets_its_own_rows_of_the_paths_top_levels():
+    """HS maps the paths' columns down to the deepest private row through the thread's map
+    (the kernel reads the deeper, shared rows from the layer's own paths)."""
+    from semhuff.trees import make_tree
+    model, _, _ = _model("hs")
+    layer = model.layer
+    layer.tree = make_tree("random", model.vocab, seed=5)
+    points, lengths, V = layer.tree.points, layer.tree.lengths, layer.tree.n_words
+    private = np.array([points[0, 0], points[7, 3]])  # the root and a row on level 3
+    remap = np.arange(layer.n_rows(V), dtype=np.int32)
+    remap[private] = [100, 101]
+    args = layer.thread_args(remap)
+    assert len(args) == len(layer.kernel_args()) + 1
+    own = args[-1]
+    assert own.shape == (V, 4) and own.flags.c_contiguous
+    for w in range(V):
+        for i in range(min(4, lengths[w])):
+            node = points[w, i]
+            assert own[w, i] == {points[0, 0]: 100, points[7, 3]: 101}.get(node, node)
+
+
+def test_a_changed_tree_trains_through_the_new_trees_rows():
+    """The session re-makes a thread's mapped paths when the layer's arrays change: after the
+    change, training through private rows still does the plain session's arithmetic."""
+    from semhuff.trees import make_tree
+    model, chunks, plan = _model("hs")
+    sessions = [_train(model, chunks[:1], plan, 1, None), _train(model, chunks[:1], plan, 2, 8)]
+    new_tree = make_tree("random", model.vocab, seed=5)
+    for session in sessions:
+        session.layer.tree = new_tree
+        session.layer_changed()
+        before = len(chunks[0].ids)
+        for i, chunk in enumerate(chunks[1:]):
+            session.train_chunk(plan, chunk, before, int(mix_seed(1, 0, i + 1)))
+            before += len(chunk.ids)
+    plain, hot = sessions
+    np.testing.assert_allclose(hot.layer.weights, plain.layer.weights, atol=2e-5)
+
+
 def test_two_workers_leave_their_training_in_the_models_own_array():
     """With private input vectors the threads train a larger array; the model's ``syn0`` (the
     same object) gets the trained rows at the end, and a hook sees the current ones."""

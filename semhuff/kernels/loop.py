@@ -39,12 +39,14 @@ Arguments of every kernel: ``(ids, bounds, syn0, weights, larg, stats, keep_thr,
 alpha0, min_alpha, words_before, total_words, seed, hot, hot_in)``; ``larg`` is the layer's tuple
 of arrays (its own learned or fixed state, which a body may also write), ``stats`` a ``(V, 2)``
 float64 array that receives, per target word, the predictions made and their summed nll when the
-kernel was built with ``stats=True`` (else any ``(1, 2)`` array), ``hot`` the calling thread's
-int32 map from output row to row of ``weights`` when the kernel was built with ``hot=True`` (HS and
-NS bodies, and SO_HS's training: the hottest rows go to the thread's private copies,
-``devices.HotRows``; its sampled statistic reads the shared rows, at most a chunk old), else
-``NO_HOT``, and ``hot_in`` likewise its map from word id to row of ``syn0`` (the most written input
-vectors' private copies). Returns ``(loss, pairs, trained)``:
+kernel was built with ``stats=True`` (else any ``(1, 2)`` array); with ``hot=True`` (HS, NS and
+SO_HS bodies) the hottest rows go to the calling thread's private copies (``devices.HotRows``):
+``hot`` is the thread's int32 map from output row to row of ``weights``, which NS applies to each
+target and noise row, while HS and SO_HS get paths already mapped in ``larg`` (the layer's
+``thread_args``: mapping each centre's path in the kernel cost 4% of a thread's time; SO_HS's
+sampled statistic reads the shared rows, at most a chunk old), and ``hot_in`` the map from word
+id to row of ``syn0`` (the most written input vectors' private copies); else both ``NO_HOT``.
+Returns ``(loss, pairs, trained)``:
 summed nll (nats, float64), predictions made, words kept after down-sampling.
 """
 from __future__ import annotations
@@ -100,9 +102,9 @@ def kernel(sg: bool, dim: int, body: int, batch_levels: int = 0, stats: bool = F
       contexts (0 = word2vec's order). ``PAIRS`` emits ``(inputs, targets, rates)``.
       ``saturate`` (HS bodies): the saturated gradient beyond the sigmoid's clip instead of no
       update (``hs.py``).
-    * ``hot`` (HS, NS, SO_HS bodies): every output row goes through the ``hot`` argument's map
-      and every input row through ``hot_in``'s, which send the hottest rows to the calling
-      thread's private copies (``devices.HotRows``).
+    * ``hot`` (HS, NS, SO_HS bodies): every input row goes through the ``hot_in`` argument's
+      map and NS's output rows through ``hot``'s (HS paths come mapped), which send the hottest
+      rows to the calling thread's private copies (``devices.HotRows``).
     * CBOW: the mean of the context vectors predicts the centre word and every context vector
       receives the full error (word2vec, gensim ``cbow_mean=1``); with ``cbow_mean=False`` their
       sum predicts it and each receives the error divided by their number (gensim
@@ -137,9 +139,13 @@ def kernel(sg: bool, dim: int, body: int, batch_levels: int = 0, stats: bool = F
         noise = np.empty(0, np.uint64)  # NS: the noise rows of a centre's predictions
         if OUT == NS:
             noise = np.empty(2 * window * larg[2], np.uint64)
-        rowbuf = np.empty(0, np.int32)  # HS with private hot rows: a path's output rows
-        if HOT and (OUT == HS or OUT == SO_HS):
-            rowbuf = np.empty(larg[0].shape[1], np.int32)
+        if OUT == HS or OUT == SO_HS:
+            # (the thread's own rows of the paths' top levels, the paths, codes, lengths): with
+            # private hot rows the layer's ``thread_args`` appends the first
+            if HOT:
+                paths = (larg[-1], larg[0], larg[1], larg[2])
+            else:
+                paths = (larg[0], larg[0], larg[1], larg[2])
         loss = 0.0
         pairs = 0
         trained = 0
@@ -163,17 +169,16 @@ def kernel(sg: bool, dim: int, body: int, batch_levels: int = 0, stats: bool = F
                 centre_loss = 0.0
                 if SG:
                     if OUT == HS:
-                        centre_loss = hs.sg_centre(syn0, weights, larg, ctx, k, w, alpha, neu,
-                                                   work, err, g, rowbuf, TOP, SAT, hot, HOT, D)
+                        centre_loss = hs.sg_centre(syn0, weights, paths, ctx, k, w, alpha, neu,
+                                                   work, err, g, TOP, SAT, HOT, D)
                     elif OUT == SO_HS:
-                        points, codes, lengths, q, lam, sample_thr, top_row, top_child = larg
+                        q, lam, sample_thr, top_row, top_child = larg[3:8]
                         state = lcg_next(state)
                         if lcg_u32(state) < sample_thr[w]:
                             classes.observe_tree(syn0, ctx, k, w, weights, q, lam, top_row,
                                                  top_child, D)
-                        centre_loss = hs.sg_centre(syn0, weights, (points, codes, lengths), ctx,
-                                                   k, w, alpha, neu, work, err, g, rowbuf, TOP,
-                                                   SAT, hot, HOT, D)
+                        centre_loss = hs.sg_centre(syn0, weights, paths, ctx, k, w, alpha, neu,
+                                                   work, err, g, TOP, SAT, HOT, D)
                     elif OUT == HS_SCORE:
                         for j in range(k):
                             centre_loss += hs.score_path(syn0[ctx[j]], w, weights, larg, D)
@@ -222,17 +227,16 @@ def kernel(sg: bool, dim: int, body: int, batch_levels: int = 0, stats: bool = F
                             centre_loss = classes.score(hidden, w, weights, larg, D)
                         else:
                             if OUT == HS:
-                                centre_loss = hs.predict(hidden, w, weights, larg, alpha, work,
-                                                         rowbuf, SAT, hot, HOT, D)
+                                centre_loss = hs.predict(hidden, w, weights, paths, alpha, work,
+                                                         SAT, HOT, D)
                             elif OUT == SO_HS:
-                                points, codes, lengths, q, lam, sample_thr, top_row, top_child = larg
+                                q, lam, sample_thr, top_row, top_child = larg[3:8]
                                 state = lcg_next(state)
                                 if lcg_u32(state) < sample_thr[w]:
                                     classes.observe_tree(hidden.reshape((1, D)), one, 1, w,
                                                          weights, q, lam, top_row, top_child, D)
-                                centre_loss = hs.predict(hidden, w, weights,
-                                                         (points, codes, lengths), alpha, work,
-                                                         rowbuf, SAT, hot, HOT, D)
+                                centre_loss = hs.predict(hidden, w, weights, paths, alpha, work,
+                                                         SAT, HOT, D)
                             elif OUT == CLASS:
                                 centre_loss, state = classes.predict(hidden, w, weights, larg,
                                                                      alpha, work, state, D)

@@ -96,6 +96,12 @@ class OutputLayer:
         body was not built for private rows, or whose rows move during training)."""
         return None
 
+    def thread_args(self, remap: np.ndarray) -> tuple:
+        """``kernel_args()`` for a thread whose private output rows ``remap`` maps (row of
+        ``weights`` by output row, ``devices.HotRows``). By default the same arrays: the
+        kernel maps each row it writes (NS's target and noise rows)."""
+        return self.kernel_args()
+
     def train_kernel(self, sg: bool, dim: int, cbow_mean: bool = True, hot: bool = False):
         custom = self.custom_body() if self.body == loop.CUSTOM else None
         return loop.kernel(sg, dim, self.body, self.batch_levels(), self.word_stats is not None,

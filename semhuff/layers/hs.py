@@ -90,6 +90,17 @@ class HierarchicalSoftmax(OutputLayer):
         t = self.tree
         return (t.points, t.codes, t.lengths)
 
+    def thread_args(self, remap):
+        """The layer's arrays and, last, the thread's rows of every path's top levels (down to
+        the deepest private row; the deeper nodes' rows are all shared): mapped once here, not
+        at every centre by the kernel, which cost 4% of a thread's time, and only the top
+        levels, so a thread's table is a fraction of ``points`` (docs/performance.md)."""
+        args = self.kernel_args()
+        t = self.tree
+        private = np.flatnonzero(remap != np.arange(len(remap)))
+        levels = 1 + int(t.node_depths()[t.n_words + private].max()) if len(private) else 1
+        return (*args, np.ascontiguousarray(remap[args[0][:, :levels]]))
+
     def hot_rows(self, counts, n):
         """The ``n`` inner nodes the most words pass through (by corpus count): the top of the
         tree, which every thread writes on nearly every prediction. (A self-organized tree
