@@ -47,11 +47,16 @@ def _train(model, chunks, plan, workers, hot_rows, hot_inputs=0):
     return session
 
 
-@pytest.mark.parametrize("loss", ["hs", "ns"])
-def test_private_rows_do_the_same_arithmetic(loss):
+@pytest.mark.parametrize("loss, thread_table", [("hs", True), ("hs", False), ("ns", False)])
+def test_private_rows_do_the_same_arithmetic(loss, thread_table):
     """Trained from one thread, a session with private hot rows (each chunk's change merged
-    whole before the next chunk) ends where the plain session does, up to the merges' rounding."""
+    whole before the next chunk) ends where the plain session does, up to the merges' rounding;
+    HS with the thread's table of mapped paths, or (a table past its size limit) mapping each
+    centre's path in the kernel."""
     model, chunks, plan = _model(loss)
+    if loss == "hs" and not thread_table:
+        model.layer.THREAD_PATH_BYTES = 0
+    assert model.layer.thread_table() == thread_table
     plain = _train(model, chunks, plan, 1, None)
     hot = _train(model, chunks, plan, 2, 8, hot_inputs=6)
     assert plain.hot is None and hot.hot is not None and len(hot.hot.rows) == 8
@@ -168,25 +173,32 @@ def test_a_changed_tree_gets_its_own_hot_rows():
     assert session.hot.owner.weights.base is session.hot.weights
 
 
-def test_a_thread_gets_its_own_rows_of_the_paths_top_levels():
-    """HS maps the paths' columns down to the deepest private row through the thread's map
-    (the kernel reads the deeper, shared rows from the layer's own paths)."""
-    from semhuff.trees import make_tree
+def test_a_thread_gets_its_own_table_of_mapped_paths(monkeypatch):
+    """HS hands each thread its paths mapped through its map, while the table takes at most
+    ``THREAD_PATH_BYTES`` (past it the kernel maps each centre's path)."""
+    from semhuff.kernels import loop
     model, _, _ = _model("hs")
     layer = model.layer
-    layer.tree = make_tree("random", model.vocab, seed=5)
-    points, lengths, V = layer.tree.points, layer.tree.lengths, layer.tree.n_words
-    private = np.array([points[0, 0], points[7, 3]])  # the root and a row on level 3
+    points, V = layer.tree.points, layer.tree.n_words
+    private = np.array([points[0, 0], points[7, 3]])
     remap = np.arange(layer.n_rows(V), dtype=np.int32)
     remap[private] = [100, 101]
     args = layer.thread_args(remap)
     assert len(args) == len(layer.kernel_args()) + 1
     own = args[-1]
-    assert own.shape == (V, 4) and own.flags.c_contiguous
+    assert own.shape == points.shape and own.flags.c_contiguous
     for w in range(V):
-        for i in range(min(4, lengths[w])):
+        for i in range(layer.tree.lengths[w]):
             node = points[w, i]
             assert own[w, i] == {points[0, 0]: 100, points[7, 3]: 101}.get(node, node)
+    modes = []
+    monkeypatch.setattr(loop, "kernel", lambda *a: modes.append(a[-1]))
+    layer.train_kernel(True, 16, hot=True)
+    layer.THREAD_PATH_BYTES = points.nbytes - 1
+    assert len(layer.thread_args(remap)) == len(layer.kernel_args())
+    layer.train_kernel(True, 16, hot=True)
+    layer.train_kernel(True, 16, hot=False)
+    assert modes == [loop.OWN_PATHS, loop.MAP_ROWS, 0]
 
 
 def test_a_changed_tree_trains_through_the_new_trees_rows():

@@ -44,22 +44,25 @@ def _gradient(s, code, alpha, saturate):
 
 
 @numba.njit(inline="always", nogil=True)
-def walk_path(h, own, rows, bits, first, depth, syn1, alpha, err, saturate, HOT, D):
-    """Prediction of a word from the input vector ``h`` over its path nodes ``first`` to
-    ``depth`` (their output rows ``rows``, code bits ``bits``), node by node in word2vec's
-    order: updates the node rows and adds the input's error to ``err``. With private hot rows
-    (``HOT``) the first ``len(own)`` nodes' rows are the thread's ``own``. Returns the negative
-    log-likelihood."""
-    if not HOT:
-        return _walk(h, rows, bits, first, depth, syn1, alpha, err, saturate, D)
-    mid = min(np.uint64(own.shape[0]), np.uint64(depth))
-    return (_walk(h, own, bits, first, mid, syn1, alpha, err, saturate, D)
-            + _walk(h, rows, bits, max(np.uint64(first), mid), depth, syn1, alpha, err, saturate,
-                    D))
+def path_rows(own, points, w, depth, buf, hot, MAP):
+    """The output rows of ``w``'s path nodes: ``own[w]`` (``own`` is ``points`` itself, or
+    with private hot rows the thread's table of mapped paths, ``thread_args``), or with
+    ``MAP`` (private hot rows, no table) the path mapped through the thread's map ``hot`` into
+    ``buf``, which costs 4% of the kernel's time."""
+    if MAP:
+        path = points[w]
+        for i in range(np.uint64(depth)):
+            buf[i] = hot[path[i]]
+        return buf
+    return own[w]
 
 
 @numba.njit(inline="always", nogil=True)
-def _walk(h, rows, bits, first, depth, syn1, alpha, err, saturate, D):
+def walk_path(h, rows, bits, first, depth, syn1, alpha, err, saturate, D):
+    """Prediction of a word from the input vector ``h`` over its path nodes ``first`` to
+    ``depth`` (their output rows ``rows``, code bits ``bits``), node by node in word2vec's
+    order: updates the node rows and adds the input's error to ``err``. Returns the negative
+    log-likelihood."""
     loss = 0.0
     # unsigned indices: Numba adds no negative-index fix-up to each access (~10% of the loop)
     for i in range(np.uint64(first), np.uint64(depth)):
@@ -78,34 +81,36 @@ def _walk(h, rows, bits, first, depth, syn1, alpha, err, saturate, D):
 
 
 @numba.njit(inline="always", nogil=True)
-def predict(h, w, syn1, paths, alpha, err, saturate, HOT, D):
+def predict(h, w, syn1, paths, alpha, err, rowbuf, saturate, hot, MAP, D):
     """One prediction (the CBOW body): ``err`` is set to the input's error. Returns the nll
-    (HS draws no random numbers)."""
+    (HS draws no random numbers). ``paths`` as ``sg_centre``'s."""
     own, points, codes, lengths = paths
     for d in range(D):
         err[d] = 0.0
-    return walk_path(h, own[w], points[w], codes[w], 0, lengths[w], syn1, alpha, err, saturate,
-                     HOT, D)
+    depth = lengths[w]
+    rows = path_rows(own, points, w, depth, rowbuf, hot, MAP)
+    return walk_path(h, rows, codes[w], 0, depth, syn1, alpha, err, saturate, D)
 
 
 @numba.njit(inline="always", nogil=True)
-def sg_centre(syn0, syn1, paths, ctx, k, w, alpha, neu, prow, err, g, top, saturate, HOT, D):
+def sg_centre(syn0, syn1, paths, ctx, k, w, alpha, neu, prow, err, g, rowbuf, top, saturate, hot,
+              MAP, D):
     """Skip-gram: the ``k`` context words ``ctx[:k]`` each predict ``w``. The top ``top`` path
     nodes are batched over the contexts, the rest walked context by context; each context
-    vector receives its error after its whole path. Returns the summed nll."""
+    vector receives its error after its whole path. ``paths`` is ``(own, points, codes,
+    lengths)``: the path rows as ``path_rows`` finds them. Returns the summed nll."""
     own, points, codes, lengths = paths
+    depth = lengths[w]
+    rows, bits = path_rows(own, points, w, depth, rowbuf, hot, MAP), codes[w]
     loss = 0.0
     n = np.uint64(k)  # unsigned indices throughout: no negative-index fix-ups (see walk_path)
     for j in range(n):
         for d in range(D):
             neu[j, d] = 0.0
-    depth = lengths[w]
-    rows, mine, bits = points[w], own[w], codes[w]
-    split = np.uint64(mine.shape[0]) if HOT else np.uint64(depth)
     if top > depth:
         top = depth
     for i in range(np.uint64(top)):
-        node = np.uint64(mine[i] if i < split else rows[i])
+        node = np.uint64(rows[i])
         code = bits[i]
         for d in range(D):
             prow[d] = syn1[node, d]
@@ -127,8 +132,7 @@ def sg_centre(syn0, syn1, paths, ctx, k, w, alpha, neu, prow, err, g, top, satur
         r = np.uint64(ctx[j])
         for d in range(D):
             err[d] = neu[j, d]
-        loss += walk_path(syn0[r], mine, rows, bits, top, depth, syn1, alpha, err, saturate, HOT,
-                          D)
+        loss += walk_path(syn0[r], rows, bits, top, depth, syn1, alpha, err, saturate, D)
         for d in range(D):
             syn0[r, d] += err[d]
     return loss

@@ -90,6 +90,9 @@ def no_stats() -> np.ndarray:
 
 # ``hot`` for kernels built without private rows: never read (the flag prunes every use).
 NO_HOT = np.zeros(0, np.int32)
+# ``kernel(hot=...)``: private hot rows, HS paths mapped by the kernel at every centre
+# (MAP_ROWS) or read from the thread's table of mapped paths (OWN_PATHS, ``thread_args``)
+MAP_ROWS, OWN_PATHS = 1, 2
 
 
 @functools.lru_cache(maxsize=None)
@@ -120,6 +123,8 @@ def kernel(sg: bool, dim: int, body: int, batch_levels: int = 0, stats: bool = F
     MEAN = bool(cbow_mean) or SG
     SAT = bool(saturate)
     HOT = bool(hot) and OUT in (HS, NS, SO_HS)
+    OWN = HOT and hot == OWN_PATHS and OUT != NS  # HS paths mapped in the thread's table
+    MAP = HOT and not OWN and OUT != NS  # HS paths mapped per centre
     SRC = SOURCES
     WIDTH = VECTOR_WIDTH  # keys the disk cache too: the width changes the code
 
@@ -140,12 +145,15 @@ def kernel(sg: bool, dim: int, body: int, batch_levels: int = 0, stats: bool = F
         if OUT == NS:
             noise = np.empty(2 * window * larg[2], np.uint64)
         if OUT == HS or OUT == SO_HS:
-            # (the thread's own rows of the paths' top levels, the paths, codes, lengths): with
-            # private hot rows the layer's ``thread_args`` appends the first
-            if HOT:
+            # (the path rows' table, the paths, codes, lengths): with private hot rows the
+            # layer's ``thread_args`` appends the thread's table of mapped paths
+            if OWN:
                 paths = (larg[-1], larg[0], larg[1], larg[2])
             else:
                 paths = (larg[0], larg[0], larg[1], larg[2])
+        rowbuf = np.empty(0, np.int32)  # HS mapping a path per centre: its rows
+        if MAP:
+            rowbuf = np.empty(larg[0].shape[1], np.int32)
         loss = 0.0
         pairs = 0
         trained = 0
@@ -170,7 +178,7 @@ def kernel(sg: bool, dim: int, body: int, batch_levels: int = 0, stats: bool = F
                 if SG:
                     if OUT == HS:
                         centre_loss = hs.sg_centre(syn0, weights, paths, ctx, k, w, alpha, neu,
-                                                   work, err, g, TOP, SAT, HOT, D)
+                                                   work, err, g, rowbuf, TOP, SAT, hot, MAP, D)
                     elif OUT == SO_HS:
                         q, lam, sample_thr, top_row, top_child = larg[3:8]
                         state = lcg_next(state)
@@ -178,7 +186,7 @@ def kernel(sg: bool, dim: int, body: int, batch_levels: int = 0, stats: bool = F
                             classes.observe_tree(syn0, ctx, k, w, weights, q, lam, top_row,
                                                  top_child, D)
                         centre_loss = hs.sg_centre(syn0, weights, paths, ctx, k, w, alpha, neu,
-                                                   work, err, g, TOP, SAT, HOT, D)
+                                                   work, err, g, rowbuf, TOP, SAT, hot, MAP, D)
                     elif OUT == HS_SCORE:
                         for j in range(k):
                             centre_loss += hs.score_path(syn0[ctx[j]], w, weights, larg, D)
@@ -228,7 +236,7 @@ def kernel(sg: bool, dim: int, body: int, batch_levels: int = 0, stats: bool = F
                         else:
                             if OUT == HS:
                                 centre_loss = hs.predict(hidden, w, weights, paths, alpha, work,
-                                                         SAT, HOT, D)
+                                                         rowbuf, SAT, hot, MAP, D)
                             elif OUT == SO_HS:
                                 q, lam, sample_thr, top_row, top_child = larg[3:8]
                                 state = lcg_next(state)
@@ -236,7 +244,7 @@ def kernel(sg: bool, dim: int, body: int, batch_levels: int = 0, stats: bool = F
                                     classes.observe_tree(hidden.reshape((1, D)), one, 1, w,
                                                          weights, q, lam, top_row, top_child, D)
                                 centre_loss = hs.predict(hidden, w, weights, paths, alpha, work,
-                                                         SAT, HOT, D)
+                                                         rowbuf, SAT, hot, MAP, D)
                             elif OUT == CLASS:
                                 centre_loss, state = classes.predict(hidden, w, weights, larg,
                                                                      alpha, work, state, D)

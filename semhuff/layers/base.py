@@ -98,14 +98,21 @@ class OutputLayer:
 
     def thread_args(self, remap: np.ndarray) -> tuple:
         """``kernel_args()`` for a thread whose private output rows ``remap`` maps (row of
-        ``weights`` by output row, ``devices.HotRows``). By default the same arrays: the
-        kernel maps each row it writes (NS's target and noise rows)."""
+        ``weights`` by output row, ``devices.HotRows``): with ``thread_table()`` the layer's
+        arrays and, last, a table of the thread's mapped rows; else the same arrays (the
+        kernel maps each row it writes, as NS does its target and noise rows)."""
         return self.kernel_args()
+
+    def thread_table(self) -> bool:
+        """Whether ``thread_args`` appends a table of the thread's mapped rows."""
+        return False
 
     def train_kernel(self, sg: bool, dim: int, cbow_mean: bool = True, hot: bool = False):
         custom = self.custom_body() if self.body == loop.CUSTOM else None
+        if hot:
+            hot = loop.OWN_PATHS if self.thread_table() else loop.MAP_ROWS
         return loop.kernel(sg, dim, self.body, self.batch_levels(), self.word_stats is not None,
-                           custom, cbow_mean, self.saturates(), hot)
+                           custom, cbow_mean, self.saturates(), int(hot))
 
     def score_kernel(self, sg: bool, dim: int, cbow_mean: bool = True):
         raise OptionError(f"{self.describe()} does not give normalised probabilities, so held-out "

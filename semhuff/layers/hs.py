@@ -38,6 +38,9 @@ class HierarchicalSoftmax(OutputLayer):
     HOT_ROWS_LARGE = 1024
     LARGE_WORDS = 16_000_000
     HOT_MERGE = "average"
+    # the largest table of mapped paths a thread gets (thread_args): 64 MiB holds the paths of
+    # 400k words 40 deep (the shared corpus's 56k words, 22 deep: 5 MB)
+    THREAD_PATH_BYTES = 64 << 20
 
     def hot_row_count(self, total_words):
         return self.HOT_ROWS_LARGE if total_words >= self.LARGE_WORDS else self.HOT_ROWS
@@ -90,16 +93,16 @@ class HierarchicalSoftmax(OutputLayer):
         t = self.tree
         return (t.points, t.codes, t.lengths)
 
+    def thread_table(self):
+        return self.tree.points.nbytes <= self.THREAD_PATH_BYTES
+
     def thread_args(self, remap):
-        """The layer's arrays and, last, the thread's rows of every path's top levels (down to
-        the deepest private row; the deeper nodes' rows are all shared): mapped once here, not
-        at every centre by the kernel, which cost 4% of a thread's time, and only the top
-        levels, so a thread's table is a fraction of ``points`` (docs/performance.md)."""
+        """The layer's arrays and, last, the thread's table of paths mapped through its map
+        ``remap``, which the kernel reads a word's path rows from: mapping the path at every
+        centre instead cost 4% of a thread's time. Only while the table takes at most
+        ``THREAD_PATH_BYTES``; past it the kernel maps (docs/performance.md)."""
         args = self.kernel_args()
-        t = self.tree
-        private = np.flatnonzero(remap != np.arange(len(remap)))
-        levels = 1 + int(t.node_depths()[t.n_words + private].max()) if len(private) else 1
-        return (*args, np.ascontiguousarray(remap[args[0][:, :levels]]))
+        return (*args, remap[args[0]]) if self.thread_table() else args
 
     def hot_rows(self, counts, n):
         """The ``n`` inner nodes the most words pass through (by corpus count): the top of the
