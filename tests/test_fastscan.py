@@ -175,3 +175,32 @@ def test_parts_split_after_whitespace(tmp_path, monkeypatch):
     for (_, _, end), (_, start, _) in zip(flat, flat[1:]):
         assert end == start and data[start - 1:start] in (b" ", b"\n", b"\t", b"\r")
     assert fastscan._parts(Corpus(str(path)), 1) is None
+
+
+def _python_says_valid(data: bytes) -> bool:
+    """valid_utf8's rule by Python's decoder: valid, or invalid only by a cut at the end."""
+    try:
+        data.decode("utf-8")
+        return True
+    except UnicodeDecodeError as exc:
+        return exc.reason == "unexpected end of data"
+
+
+def test_valid_utf8_agrees_with_pythons_decoder():
+    """ASCII runs (checked 8 bytes at a time) with valid and invalid sequences at every
+    alignment, and cut at every length."""
+    pieces = ["é".encode(), "€".encode(), "😀".encode(), b"\xc0\xaf", b"\xed\xa0\x80", b"\xff",
+              b"\xe2\x82", b"\xf4\x90\x80\x80", b"\x80"]
+    rng = np.random.default_rng(4)
+    cases = 0
+    for _ in range(300):
+        parts = []
+        for _ in range(rng.integers(1, 5)):
+            parts.append(b"a" * int(rng.integers(0, 20)))
+            parts.append(pieces[rng.integers(len(pieces))])
+        data = b"".join(parts) + b"z" * int(rng.integers(0, 9))
+        buf = np.frombuffer(data, np.uint8)
+        for n in {len(data), len(data) - 1, int(rng.integers(0, len(data) + 1))}:
+            assert fastscan.valid_utf8(buf, n) == _python_says_valid(data[:n]), (data, n)
+            cases += 1
+    assert cases > 600

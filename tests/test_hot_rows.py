@@ -22,10 +22,10 @@ def _corpus(n_sentences=300, length=40, vocab=60, seed=0):
             for _ in range(n_sentences)]
 
 
-def _model(loss):
+def _model(loss, **options):
     sentences = _corpus()
     model = Word2Vec(vector_size=16, window=3, min_count=1, sample=0, loss=loss, seed=3,
-                     workers=2, progress=False)
+                     workers=2, progress=False, **options)
     model.build_vocab(sentences)
     chunks = list(EpochSource(sentences, model.vocab.index, chunk_words=2000,
                               use_cache=False).epoch())
@@ -47,13 +47,16 @@ def _train(model, chunks, plan, workers, hot_rows, hot_inputs=0):
     return session
 
 
-@pytest.mark.parametrize("loss, thread_table", [("hs", True), ("hs", False), ("ns", False)])
-def test_private_rows_do_the_same_arithmetic(loss, thread_table):
+@pytest.mark.parametrize("loss, thread_table, sg, tree", [
+    ("hs", True, True, None), ("hs", False, True, None), ("hs", True, False, None),
+    ("hs", False, False, None), ("hs", True, True, "self-organized"), ("ns", False, True, None)])
+def test_private_rows_do_the_same_arithmetic(loss, thread_table, sg, tree):
     """Trained from one thread, a session with private hot rows (each chunk's change merged
-    whole before the next chunk) ends where the plain session does, up to the merges' rounding;
-    HS with the thread's table of mapped paths, or (a table past its size limit) mapping each
-    centre's path in the kernel."""
-    model, chunks, plan = _model(loss)
+    whole before the next chunk) ends where the plain session does, up to the merges' rounding:
+    skip-gram and CBOW, HS with the thread's table of mapped paths or (a table past its size
+    limit) mapping each centre's path in the kernel, a self-organized tree, NS."""
+    model, chunks, plan = _model(loss, **({"tree": tree} if tree else {}))
+    plan = Plan(**{**plan.__dict__, "sg": sg})
     if loss == "hs" and not thread_table:
         model.layer.THREAD_PATH_BYTES = 0
     assert model.layer.thread_table() == thread_table

@@ -39,11 +39,12 @@ Arguments of every kernel: ``(ids, bounds, syn0, weights, larg, stats, keep_thr,
 alpha0, min_alpha, words_before, total_words, seed, hot, hot_in)``; ``larg`` is the layer's tuple
 of arrays (its own learned or fixed state, which a body may also write), ``stats`` a ``(V, 2)``
 float64 array that receives, per target word, the predictions made and their summed nll when the
-kernel was built with ``stats=True`` (else any ``(1, 2)`` array); with ``hot=True`` (HS, NS and
+kernel was built with ``stats=True`` (else any ``(1, 2)`` array); with ``hot`` (HS, NS and
 SO_HS bodies) the hottest rows go to the calling thread's private copies (``devices.HotRows``):
 ``hot`` is the thread's int32 map from output row to row of ``weights``, which NS applies to each
-target and noise row, while HS and SO_HS get paths already mapped in ``larg`` (the layer's
-``thread_args``: mapping each centre's path in the kernel cost 4% of a thread's time; SO_HS's
+target and noise row and HS and SO_HS to each centre's path (``hot=MAP_ROWS``), unless their
+paths come mapped in ``larg`` (``hot=OWN_PATHS``: the layer's ``thread_args`` appends the
+thread's table of mapped paths; mapping in the kernel costs 4% of a thread's time; SO_HS's
 sampled statistic reads the shared rows, at most a chunk old), and ``hot_in`` the map from word
 id to row of ``syn0`` (the most written input vectors' private copies); else both ``NO_HOT``.
 Returns ``(loss, pairs, trained)``:
@@ -97,7 +98,7 @@ MAP_ROWS, OWN_PATHS = 1, 2
 
 @functools.lru_cache(maxsize=None)
 def kernel(sg: bool, dim: int, body: int, batch_levels: int = 0, stats: bool = False,
-           custom=None, cbow_mean: bool = True, saturate: bool = False, hot: bool = False):
+           custom=None, cbow_mean: bool = True, saturate: bool = False, hot: int = 0):
     """The sentence loop for skip-gram (``sg``) or CBOW with the given body.
 
     * skip-gram: every context word predicts the centre word (word2vec.c's direction);
@@ -105,9 +106,10 @@ def kernel(sg: bool, dim: int, body: int, batch_levels: int = 0, stats: bool = F
       contexts (0 = word2vec's order). ``PAIRS`` emits ``(inputs, targets, rates)``.
       ``saturate`` (HS bodies): the saturated gradient beyond the sigmoid's clip instead of no
       update (``hs.py``).
-    * ``hot`` (HS, NS, SO_HS bodies): every input row goes through the ``hot_in`` argument's
-      map and NS's output rows through ``hot``'s (HS paths come mapped), which send the hottest
-      rows to the calling thread's private copies (``devices.HotRows``).
+    * ``hot`` (HS, NS, SO_HS bodies; 0: none): every input row goes through the ``hot_in``
+      argument's map and the output rows through ``hot``'s (``MAP_ROWS``), or, HS and SO_HS,
+      from the thread's table of mapped paths (``OWN_PATHS``), which send the hottest rows to
+      the calling thread's private copies (``devices.HotRows``).
     * CBOW: the mean of the context vectors predicts the centre word and every context vector
       receives the full error (word2vec, gensim ``cbow_mean=1``); with ``cbow_mean=False`` their
       sum predicts it and each receives the error divided by their number (gensim
@@ -270,12 +272,12 @@ def kernel(sg: bool, dim: int, body: int, batch_levels: int = 0, stats: bool = F
 
 
 def sg_kernel(dim: int, body: int, batch_levels: int = 0, stats: bool = False, custom=None,
-              saturate: bool = False, hot: bool = False):
+              saturate: bool = False, hot: int = 0):
     return kernel(True, dim, body, batch_levels, stats, custom, True, saturate, hot)
 
 
 def cbow_kernel(dim: int, body: int, stats: bool = False, custom=None, cbow_mean: bool = True,
-                saturate: bool = False, hot: bool = False):
+                saturate: bool = False, hot: int = 0):
     return kernel(False, dim, body, 0, stats, custom, cbow_mean, saturate, hot)
 
 
