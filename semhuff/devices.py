@@ -79,11 +79,11 @@ class HotRows:
         self.weights[:n] = shared
         setattr(self.owner, self.attr, self.weights[:n])
         self._free = list(range(self.threads))
-        self._maps = []
+        self.maps = []
         for t in range(self.threads):
             remap = np.arange(n, dtype=np.int32)
             remap[self.rows] = n + t * h + np.arange(h, dtype=np.int32)
-            self._maps.append(remap)
+            self.maps.append(remap)
         self._start = np.empty((self.threads, h, shared.shape[1]), dtype=np.float32)
 
     def _copies(self, t: int) -> np.ndarray:
@@ -100,7 +100,7 @@ class HotRows:
             copies = self._copies(t)
             np.take(self.shared, self.rows, axis=0, out=copies)
         self._start[t] = copies
-        return t, self._maps[t]
+        return t, self.maps[t]
 
     def end(self, t: int) -> None:
         """Merge thread token ``t``'s change since ``begin`` into the shared rows."""
@@ -206,8 +206,8 @@ class CpuSession:
         started = time.perf_counter()
         if score:
             larg = self.layer.score_args(0)
-        elif self.hot is not None:  # the arrays' types of a thread's call (no row private)
-            larg = self.layer.thread_args(np.arange(self.layer.weights.shape[0], dtype=np.int32))
+        elif self.hot is not None:  # a thread's arguments (its table is kept for its chunks)
+            larg = self._thread_args(0, self.hot.maps[0], self.layer.kernel_args())
         else:
             larg = self.layer.kernel_args()
         fn(np.zeros(0, np.int32), np.zeros(0, np.int64), self.syn0, self.layer.weights,

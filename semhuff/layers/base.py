@@ -109,10 +109,9 @@ class OutputLayer:
 
     def train_kernel(self, sg: bool, dim: int, cbow_mean: bool = True, hot: bool = False):
         custom = self.custom_body() if self.body == loop.CUSTOM else None
-        if hot:
-            hot = loop.OWN_PATHS if self.thread_table() else loop.MAP_ROWS
+        mode = (loop.OWN_PATHS if self.thread_table() else loop.MAP_ROWS) if hot else 0
         return loop.kernel(sg, dim, self.body, self.batch_levels(), self.word_stats is not None,
-                           custom, cbow_mean, self.saturates(), int(hot))
+                           custom, cbow_mean, self.saturates(), mode)
 
     def score_kernel(self, sg: bool, dim: int, cbow_mean: bool = True):
         raise OptionError(f"{self.describe()} does not give normalised probabilities, so held-out "
