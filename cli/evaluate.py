@@ -29,7 +29,7 @@ from semhuff.evaluation.synonyms import DIRECTIONS
 from semhuff.evaluation.vectors import DEFAULT_RESTRICT_VOCAB, default_names
 from semhuff.io_utils import atomic_output, check_writable
 
-from .common import run_cli
+from .common import console_script, run_cli
 
 PROG = "semhuff-eval"
 
@@ -206,5 +206,7 @@ def _evaluate(args, config) -> int:
         return 2
     return 2 if failed_loads else 1 if report.failed else 0
 
+console = console_script(main)  # the console script (setup.cfg)
+
 if __name__ == "__main__":
-    sys.exit(main())
+    console()

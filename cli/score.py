@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from typing import List, Optional
 
 from semhuff.errors import OptionError
 from semhuff.io_utils import atomic_output, check_writable
 from semhuff.model import Word2Vec, default_workers
 
-from .common import add_plugin_option, cli_main
+from .common import add_plugin_option, cli_main, console_script
 from .train import resolve_corpus
 
 PROG = "semhuff-score"
@@ -62,5 +61,7 @@ def _run(args) -> int:
     return 0
 
 
+console = console_script(main)  # the console script (setup.cfg)
+
 if __name__ == "__main__":
-    sys.exit(main())
+    console()

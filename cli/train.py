@@ -24,7 +24,7 @@ from semhuff.training_report import check_report_writable, write_training_report
 from semhuff.trees import TREE_BUILDERS
 from semhuff.vectors_io import FORMATS, resolve_format
 
-from .common import add_plugin_option, cli_main
+from .common import add_plugin_option, cli_main, console_script
 from .resume import continue_model, given_options
 from .scale import (add_scale_options, check_scale_options, dask_training, report_extra,
                     resume_run, train_kwargs)
@@ -281,5 +281,7 @@ def _default_probes(model, n=4):
     return picks[:n] or words[:n]
 
 
+console = console_script(main)  # the console script (setup.cfg)
+
 if __name__ == "__main__":
-    sys.exit(main())
+    console()

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import os
 import logging
-import sys
 from typing import List, Optional
 
 import numpy as np
@@ -30,7 +29,7 @@ from semhuff.trees.semhuff import sibling_similarity
 from semhuff.trees.similarity import DEFAULT_TOP_K, load_similarity
 from semhuff.vocab import Vocab
 
-from .common import cli_main
+from .common import cli_main, console_script
 
 logger = logging.getLogger("semhuff.cli.tree")
 PROG = "semhuff-tree"
@@ -273,5 +272,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     return cli_main(PROG, build_parser, lambda args: args.run(args), argv)
 
 
+console = console_script(main)  # the console script (setup.cfg)
+
 if __name__ == "__main__":
-    sys.exit(main())
+    console()

@@ -128,3 +128,37 @@ def test_diverged_run_exits_2_and_keeps_the_old_file(tmp_path, capsys):
     assert err.startswith("semhuff-train: error: training diverged") and "learning rate 0.8" in err
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
     assert out.read_bytes() == b"good old vectors" and os.listdir(tmp_path) == ["v.bin"]
+
+
+LEAVING = """
+import atexit, logging, sys, threading, time
+from semhuff.cli.common import console_script
+log = logging.getLogger("leaving")
+logging.basicConfig(filename=sys.argv[1], level=logging.INFO)
+atexit.register(lambda: print("atexit ran"))
+
+def late_write():  # a thread of someone else's: the process must wait for it
+    time.sleep(0.3)
+    open(sys.argv[1] + ".late", "w").write("done")
+
+def main():
+    if sys.argv[2] == "thread":
+        threading.Thread(target=late_write).start()
+    sys.stdout.write("x" * 100_000)  # more than the pipe and stdout's buffer hold
+    log.info("logged line")
+    return 3
+
+console_script(main)()
+"""
+
+
+@pytest.mark.parametrize("thread", ["none", "thread"])
+def test_console_exit_flushes_output_logs_and_atexit_keeps_the_code(tmp_path, thread):
+    """``leave`` skips the interpreter's teardown; nothing written may be lost for it."""
+    log = tmp_path / "run.log"
+    done = subprocess.run([sys.executable, "-c", LEAVING, str(log), thread],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 3, done.stderr
+    assert done.stdout == "x" * 100_000 + "atexit ran\n"
+    assert "logged line" in log.read_text()
+    assert (tmp_path / "run.log.late").exists() == (thread == "thread")
