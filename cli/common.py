@@ -80,13 +80,14 @@ def run_cli(prog: str, body: Callable[[], int]) -> int:
         return 143
 
 
-def leave(code: int) -> None:
+def leave(code: Optional[int]) -> None:
     """End this console process with ``code``, its work done and its output written: flush
     stdout, stderr and logging, run the ``atexit`` handlers, then skip the interpreter's
     teardown of every module and object (``os._exit``). That teardown took 0.14 s after a
     training run (numba's and llvmlite's objects), ~3% of a 3M-token run on two threads
     (docs/performance.md). With a thread of someone else's still running (a plugin's, a
     Dask client's) or no ``atexit._run_exitfuncs``, the process ends the ordinary way."""
+    code = 0 if code is None else int(code)
     others = [t for t in threading.enumerate()
               if t is not threading.current_thread() and not t.daemon and t.is_alive()]
     run_exitfuncs = getattr(atexit, "_run_exitfuncs", None)
