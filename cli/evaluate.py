@@ -206,6 +206,7 @@ def _evaluate(args, config) -> int:
         return 2
     return 2 if failed_loads else 1 if report.failed else 0
 
+
 console = console_script(main)  # the console script (setup.cfg)
 
 if __name__ == "__main__":
