@@ -108,7 +108,6 @@ def console_script(main: Callable[[], int]) -> Callable[[], None]:
     its exit code, for tests and for callers in Python."""
     def entry() -> None:
         leave(main())
-    entry.__doc__ = main.__doc__
     return entry
 
 
