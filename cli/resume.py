@@ -11,6 +11,7 @@ import argparse
 from typing import Callable, List
 
 from semhuff.errors import OptionError
+from semhuff.layers import declared_layer_options
 from semhuff.model import Word2Vec
 
 # CLI option (dest) -> (flag, what the model keeps, the saved model's value)
@@ -18,11 +19,6 @@ KEPT = {
     "dim": ("--dim", "its vector dimension", lambda m: m.vector_size),
     "model": ("--sg/--cbow", "its architecture", lambda m: "sg" if m.sg else "cbow"),
     "loss": ("--loss", "its output layer", lambda m: m.loss),
-    "negative": ("--negative", "its output layer",
-                 lambda m: m.negative if "negative" in type(m.layer).options else None),
-    "hs_order": ("--hs-order", "its output layer", lambda m: getattr(m.layer, "order", None)),
-    "tree": ("--tree", "its tree", lambda m: getattr(m.tree, "kind", None)),
-    "similarity": ("--similarity", "its tree", lambda m: None),
     "min_count": ("--min-count", "its vocabulary", lambda m: m.min_count),
     "max_vocab_size": ("--max-vocab-size", "its vocabulary", lambda m: m.max_vocab_size),
     "max_final_vocab": ("--max-final-vocab", "its vocabulary", lambda m: m.max_final_vocab),
@@ -41,8 +37,24 @@ def given_options(build_parser: Callable[[], argparse.ArgumentParser], argv: Lis
     return set(vars(parser.parse_args(argv)))
 
 
+def _layer_table() -> dict:
+    """KEPT's rows for every output-layer option, from the layers' declarations: a layer's
+    options are saved with it and shape it."""
+    def saved(name):
+        if name == "tree":  # a tree file's tree is saved as a tree, not as its path
+            return lambda m: getattr(m.tree, "kind", None) or m.layer_setting("tree")
+        return lambda m: m.layer_setting(name)
+    return {name: (option.cli_flag, "its output layer", saved(name))
+            for name, (option, _) in declared_layer_options().items()}
+
+
 def conflicting_options(model, args, given: set, table: dict) -> List[str]:
-    """One phrase per option the command line gives with a value other than the model's."""
+    """One phrase per option the command line gives with a value other than the model's
+    (``table``'s and every output-layer option)."""
+    if getattr(args, "layer_option", None):
+        raise OptionError("--layer-option cannot change a saved model's output layer; leave "
+                          "it out to continue training it")
+    table = {**table, **_layer_table()}
     conflicts = []
     for dest, (flag, what, saved) in table.items():
         if dest in given and getattr(args, dest) != saved(model):

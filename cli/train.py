@@ -15,9 +15,10 @@ import time
 from typing import List, Optional
 
 from semhuff.devices import DEVICES, backend_names
-from semhuff.errors import TreeError
+from semhuff.errors import OptionError, TreeError
 from semhuff.io_utils import check_writable, is_stdout
-from semhuff.layers import OUTPUT_LAYERS
+from semhuff.layers import OUTPUT_LAYERS, declared_layer_options, layer_class
+from semhuff.options import add_option_flags, parse_assignments
 from semhuff.model import Word2Vec, default_workers
 from semhuff.tree import load_tree_file
 from semhuff.training_report import check_report_writable, write_training_report
@@ -52,45 +53,18 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--sg", dest="model", action="store_const", const="sg", help="same as --model sg")
     g.add_argument("--cbow", dest="model", action="store_const", const="cbow", help="same as --model cbow")
     g.add_argument("--loss", choices=sorted(OUTPUT_LAYERS), default="hs",
-                   help="output layer: hs (hierarchical softmax over --tree), class (two-level "
-                        "class softmax over --tree's clusters), ns (negative sampling), or one a "
-                        "--plugin registered")
-    g.add_argument("--negative", type=int, default=5, help="noise words per prediction (--loss ns)")
-    g.add_argument("--tree", default=None, metavar="KIND|FILE",
-                   help=f"--loss hs: one of {', '.join(sorted(TREE_BUILDERS))}, self-organized, or "
-                        f"a tree file from semhuff-tree build (same corpus and --min-count); "
-                        f"default huffman. --loss class: self-organized (default), frequency or "
-                        f"random clusters")
-    g.add_argument("--hs-order", choices=("mixed", "word2vec", "batched"), default="mixed",
-                   help="skip-gram + HS update order: word2vec.c's (context by context), batched "
-                        "(a centre's contexts per path node, p-tHSM), or mixed (batched on the top "
-                        "4 tree levels, word2vec's below: scales best across threads)")
-    g.add_argument("--clip", choices=("skip", "saturate"),
-                   help="--loss hs, a score beyond +-6: no update as word2vec (skip, default), or "
-                        "the saturated gradient, which corrects confidently wrong predictions "
-                        "(measured: the same loss curve and quality; docs/performance.md)")
-    g.add_argument("--similarity", help="similarity knowledge for --tree semhuff: wordnet, a pairs file or a vectors file")
-    g = p.add_argument_group("clusters (--tree self-organized; --loss class)")
-    g.add_argument("--clusters", type=int, help="number of clusters (default: about sqrt(V))")
-    g.add_argument("--reassign-every", type=int, metavar="WORDS",
-                   help="re-assign words to clusters every this many words (default 1,000,000)")
-    g.add_argument("--reassign-until", type=float, metavar="SHARE",
-                   help="re-assign only during this share of training, then freeze the clusters "
-                        "(default 1/3; the paper: 1)")
-    g.add_argument("--cluster-init", choices=("random", "frequency"),
-                   help="starting clusters: random (the paper) or frequency binning (default random)")
-    g.add_argument("--criterion", choices=("log-prob", "lift"),
-                   help="what the re-assignment ranks clusters by (default log-prob, the paper's)")
-    g.add_argument("--smoothing", choices=("epoch", "interval", "printed"),
-                   help="how the cluster statistic averages its samples (default epoch)")
-    g.add_argument("--margin", type=float, help="bits a cluster must beat a word's own by (default 0)")
-    g.add_argument("--samples-per-word", type=float,
-                   help="binary form: a word's centres sampled per epoch for the statistic (default 2)")
-    g.add_argument("--gamma", type=float, help="at most gamma x sqrt(V) words a cluster (default 1.5)")
-    g.add_argument("--freq-budget", type=float, help="token share a cluster may reach (default 0.1)")
-    g.add_argument("--heldout", metavar="FILE",
-                   help="measure cluster / in-cluster perplexity on FILE's first 20,000 tokens at "
-                        "every re-assignment (semhuff-tree clusters MODEL --plot draws them)")
+                   help="output layer: hs (hierarchical softmax over --tree), hs-self-organized "
+                        "(hierarchical softmax over clusters learned while training, Shen et al.), "
+                        "class (two-level class softmax over --clustering), ns (negative "
+                        "sampling), or one a --plugin registered")
+    g = p.add_argument_group("output layer options (each names the --loss values that take it; "
+                             "any other is an error)")
+    add_option_flags(g, [option for option, _ in declared_layer_options().values()],
+                     {name: ", ".join(layers) for name, (_, layers) in
+                      declared_layer_options().items()})
+    g.add_argument("--layer-option", action="append", default=[], metavar="NAME=VALUE",
+                   help="any option the chosen --loss declares, e.g. a --plugin layer's "
+                        "(repeatable)")
     g = p.add_argument_group("vocabulary")
     g.add_argument("--min-count", type=int, default=5, help="drop words seen fewer times")
     g.add_argument("--max-vocab-size", type=int, help="prune while counting when the table exceeds this (word2vec.c)")
@@ -154,7 +128,8 @@ def _run(args, given=frozenset()) -> int:
     corpus = resolve_corpus(args.corpus)
     progress = not args.no_progress and args.quiet == 0
     started = time.perf_counter()
-    tree_file = _tree_file(args.tree)
+    settings = layer_settings(args, given)
+    tree_file = _tree_file(settings.get("tree"))
     device_options = {k: getattr(args, k) for k in ("batch_pairs",) if hasattr(args, k)}
     backend = getattr(args, "backend", None)
     if args.resume:
@@ -167,9 +142,7 @@ def _run(args, given=frozenset()) -> int:
         model = Word2Vec(vector_size=args.dim, window=args.window, min_count=args.min_count,
                          max_vocab_size=args.max_vocab_size, max_final_vocab=args.max_final_vocab,
                          sample=args.sample, sg=args.model == "sg", loss=args.loss,
-                         negative=args.negative, similarity=args.similarity,
-                         tree=args.tree if tree_file is None else "huffman",
-                         hs_order=args.hs_order, layer_options=layer_options(args),
+                         layer_options={**settings, "tree": "huffman"} if tree_file else settings,
                          alpha=args.alpha, min_alpha=args.min_alpha, epochs=args.epochs,
                          workers=args.workers, seed=args.seed, device=args.device,
                          backend=backend, device_options=device_options,
@@ -200,27 +173,31 @@ def _run(args, given=frozenset()) -> int:
     return 0
 
 
-LAYER_OPTIONS = ("clip", "clusters", "reassign_every", "reassign_until", "cluster_init",
-                   "criterion", "smoothing", "margin", "samples_per_word", "gamma", "freq_budget",
-                   "heldout")
-LAYER_TREES = ("self-organized", "frequency")  # trees an output layer makes itself
-
-
-def layer_options(args) -> dict:
-    """The output-layer options the command line gave (the layer refuses those that do not apply)."""
-    options = {k: getattr(args, k) for k in LAYER_OPTIONS if getattr(args, k) is not None}
-    if "heldout" in options:
-        options["heldout"] = resolve_corpus([options["heldout"]])[0]
-    return options
+def layer_settings(args, given: set) -> dict:
+    """The output-layer options the command line gave (flags and ``--layer-option``), each one
+    the chosen ``--loss`` declares; any other is an error naming its flag."""
+    declared = layer_class(args.loss).declared_options()
+    table = declared_layer_options()
+    flagged = {name: getattr(args, name) for name in table if name in given}
+    unused = [table[name][0].cli_flag for name in flagged
+              if name not in {o.name for o in declared}]
+    if unused:
+        takes = ", ".join(sorted(o.cli_flag for o in declared if o.cli)) or "no options"
+        raise OptionError(f"{', '.join(unused)}: not used by --loss {args.loss} (it takes: "
+                          f"{takes})")
+    settings = {**flagged, **parse_assignments(args.layer_option, declared, f"--loss {args.loss}")}
+    if "heldout" in settings:
+        settings["heldout"] = resolve_corpus([settings["heldout"]])[0]
+    return settings
 
 
 def _tree_file(spec: Optional[str]) -> Optional[str]:
     """None for a tree kind, the path for a tree file; an error otherwise."""
-    if spec is None or spec in TREE_BUILDERS or spec in LAYER_TREES:
-        return None
+    if spec is None or spec in TREE_BUILDERS or spec in ("self-organized", "frequency"):
+        return None  # (the last two: the layer says which --loss they are)
     if os.path.isfile(spec):
         return spec
-    kinds = ", ".join(sorted(TREE_BUILDERS) + list(LAYER_TREES))
+    kinds = ", ".join(sorted(TREE_BUILDERS))
     raise TreeError(f"--tree {spec!r} is neither a tree kind ({kinds}) nor a tree file")
 
 

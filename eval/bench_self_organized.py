@@ -29,15 +29,17 @@ CHILD = r'''
 import json, sys
 from semhuff import Word2Vec
 model = Word2Vec(vector_size=100, epochs=int(sys.argv[3]), workers=int(sys.argv[4]),
-                 progress=False, seed=1, tree=sys.argv[1], layer_options=json.loads(sys.argv[5]))
+                 progress=False, seed=1, **json.loads(sys.argv[1]),
+                 layer_options=json.loads(sys.argv[5]))
 model.build_vocab(sys.argv[2])
 report = model.train(sys.argv[2])
 print(json.dumps({"words_per_second": report.words_per_second, "seconds": report.seconds,
                   "hook_seconds": report.hook_seconds}))
 '''
-ARMS = {"huffman": ("huffman", {}), "self-organized": ("self-organized", {}),
-        "no statistic": ("self-organized", {"samples_per_word": 1e-9, "reassign_every": 1 << 62}),
-        "clusters": ("clusters", {})}
+SO = {"loss": "hs-self-organized"}
+ARMS = {"huffman": ({"tree": "huffman"}, {}), "self-organized": (SO, {}),
+        "no statistic": (SO, {"samples_per_word": 1e-9, "reassign_every": 1 << 62}),
+        "clusters": ({"tree": "clusters"}, {})}
 
 
 def spread(values) -> str:
@@ -54,8 +56,8 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     runs = {arm: [] for arm in ARMS}
     for _ in range(args.repeats):
-        for arm, (tree, options) in ARMS.items():
-            done = subprocess.run([sys.executable, "-c", CHILD, tree, args.corpus, str(args.epochs),
+        for arm, (layer, options) in ARMS.items():
+            done = subprocess.run([sys.executable, "-c", CHILD, json.dumps(layer), args.corpus, str(args.epochs),
                                    str(args.workers), json.dumps(options)], capture_output=True,
                                   text=True)
             if done.returncode != 0:

@@ -110,7 +110,7 @@ class Comparison:
             if not source.exists():
                 raise SystemExit(f"{source} is missing: run the huffman method first")
             tree = self.semhuff_tree(str(source))
-        if tree == "self-organized":
+        if loss == "hs-self-organized" or (loss == "class" and "clustering" not in options):
             options = dict(options, heldout=str(self.test_path), heldout_tokens=20_000)
         return tree, loss, options
 
@@ -205,12 +205,12 @@ METHODS = {
     "random": ("hs", "random", {}),
     "alphabetical": ("hs", "alphabetical", {}),
     "clusters": ("hs", "clusters", {}),
-    "so-binary": ("hs", "self-organized", {}),
-    "so-binary-paper": ("hs", "self-organized", {"reassign_until": 1.0}),
-    "so-binary-lift-paper": ("hs", "self-organized", {"criterion": "lift", "reassign_until": 1.0}),
-    "so-two-level": ("class", "self-organized", {}),
-    "freq-class": ("class", "frequency", {}),
-    "ns": ("ns", "huffman", {}),
+    "so-binary": ("hs-self-organized", None, {}),
+    "so-binary-paper": ("hs-self-organized", None, {"reassign_until": 1.0}),
+    "so-binary-lift-paper": ("hs-self-organized", None, {"criterion": "lift", "reassign_until": 1.0}),
+    "so-two-level": ("class", None, {}),
+    "freq-class": ("class", None, {"clustering": "frequency"}),
+    "ns": ("ns", None, {}),
 }
 
 

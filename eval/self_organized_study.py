@@ -53,7 +53,10 @@ def main(argv=None) -> int:
     rows = []
     grid = GRID if not args.only else [GRID[int(i)] for i in args.only.split(",")]
     for label, loss, tree, options in grid:
-        layer_options = dict(options, reassign_every=args.reassign_every) if tree == "self-organized" else {}
+        layer_options = {}
+        if tree == "self-organized":  # the grid's shorthand for the self-organized layers
+            loss, tree = ("hs-self-organized" if loss == "hs" else loss), None
+            layer_options = dict(options, reassign_every=args.reassign_every)
         model = Word2Vec(vector_size=args.dim, loss=loss, tree=tree, epochs=args.epochs,
                          workers=args.workers, seed=1, progress=False, layer_options=layer_options)
         model.set_vocab(vocab)

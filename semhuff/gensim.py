@@ -66,6 +66,12 @@ def _refuse(condition: bool, what: str, why: str) -> None:
         raise UnsupportedArgument(f"semhuff.gensim.Word2Vec does not support {what}: {why}")
 
 
+def _ns_settings(loss: str, negative, ns_exponent) -> dict:
+    """semhuff's layer settings for gensim's negative / ns_exponent: they are negative
+    sampling's, and gensim ignores them when it trains hierarchical softmax alone."""
+    return {"negative": negative, "ns_exponent": ns_exponent} if loss == "ns" else {}
+
+
 def _loss(hs, negative) -> str:
     """gensim's hs / negative switches -> semhuff's output layer."""
     if not hs and not negative:
@@ -151,11 +157,12 @@ class Word2Vec:
         self.semhuff = _model.Word2Vec(
             vector_size=vector_size, window=window, min_count=max(1, int(min_count)),
             max_vocab_size=max_vocab_size, sample=sample, sg=int(sg), cbow_mean=int(cbow_mean),
-            loss=loss, negative=negative if loss == "ns" else 5, ns_exponent=ns_exponent,
+            loss=loss, **_ns_settings(loss, negative, ns_exponent),
             alpha=alpha, min_alpha=min_alpha, epochs=epochs, workers=workers, seed=seed,
             progress=False)
         self._init_gensim_state(hs, negative, min_count, max_final_vocab, compute_loss,
                                 batch_words, comment)
+        self.ns_exponent = ns_exponent
         if sentences is not None or corpus_file is not None:
             self._check_corpus_sanity(sentences, corpus_file, passes=epochs + 1)
             self.build_vocab(corpus_iterable=sentences, corpus_file=corpus_file, trim_rule=trim_rule)
@@ -267,8 +274,8 @@ class Word2Vec:
         and fresh weights."""
         model = self.semhuff
         model.loss = _loss(self.hs, self.negative)
-        if model.loss == "ns":
-            model.negative = self.negative
+        # the layer's settings follow gensim's switches as they are now
+        model.layer_settings = _ns_settings(model.loss, self.negative, self.ns_exponent)
         model.min_count = max(1, self.effective_min_count)
         vocab = Vocab.from_counts(kept, min_count=1, total_tokens=total_words)
         model.set_vocab(vocab)
@@ -379,7 +386,7 @@ class Word2Vec:
     __repr__ = __str__
 
     # -- persistence -------------------------------------------------------------------------------
-    _SAVED = ("hs", "negative", "min_count", "effective_min_count", "max_final_vocab",
+    _SAVED = ("hs", "negative", "ns_exponent", "min_count", "effective_min_count", "max_final_vocab",
               "compute_loss", "running_training_loss", "batch_words", "comment", "corpus_count",
               "corpus_total_words", "train_count", "total_train_time")
 
@@ -403,6 +410,7 @@ class Word2Vec:
         state = inner.annotations.get("gensim", {})
         hs = state.get("hs", int(inner.loss == "hs"))
         negative = state.get("negative", inner.negative if inner.loss == "ns" else 0)
+        self.ns_exponent = state.get("ns_exponent", inner.ns_exponent or 0.75)
         self._init_gensim_state(hs, negative, state.get("min_count", inner.min_count),
                                 state.get("max_final_vocab"), state.get("compute_loss", False),
                                 state.get("batch_words", MAX_WORDS_IN_BATCH), state.get("comment"))
@@ -415,7 +423,7 @@ class Word2Vec:
 
 # settings that live on model.semhuff (reading or setting them here is reading or setting them there)
 for _name in ("vector_size", "alpha", "min_alpha", "window", "sample", "seed", "workers", "sg",
-              "cbow_mean", "epochs", "ns_exponent", "max_vocab_size"):
+              "cbow_mean", "epochs", "max_vocab_size"):
     setattr(Word2Vec, _name, _Setting(_name))
 del _name
 

@@ -14,8 +14,7 @@ from .devices import check_device_options, check_layer_device, make_device, scor
 from .errors import CorpusError, ModelFileError, OptionError, SemhuffError, TrainingDiverged
 from .hooks import Hook
 from .io_utils import atomic_output
-from .layers import OutputLayer, layer_class, layer_from_state
-from .layers.hs import HierarchicalSoftmax
+from .layers import OutputLayer, check_layer_settings, layer_class, layer_from_state
 from .scoring import ScoreReport, score
 from .trainer import TrainReport, TrainSettings, train
 from .tree import Tree
@@ -36,7 +35,7 @@ def default_workers() -> int:
 
 
 def _check_options(vector_size, window, min_count, sample, alpha, min_alpha, epochs, workers,
-                   loss, negative, hs_order, max_sentence_length, max_vocab_size):
+                   max_sentence_length, max_vocab_size):
     def need(cond, msg):
         if not cond:
             raise OptionError(msg)
@@ -49,15 +48,6 @@ def _check_options(vector_size, window, min_count, sample, alpha, min_alpha, epo
     need(np.isfinite(min_alpha) and 0 <= min_alpha <= alpha, f"min_alpha must be in [0, alpha], got {min_alpha!r}")
     need(isinstance(epochs, (int, np.integer)) and epochs >= 1, f"epochs must be >= 1, got {epochs!r}")
     need(isinstance(workers, (int, np.integer)) and workers >= 1, f"workers must be >= 1, got {workers!r}")
-    layer_class(loss)  # a registered output layer
-    need(negative == 5 or "negative" in layer_class(loss).options,  # never silently unused
-         f"negative={negative!r} is a negative-sampling setting that loss={loss!r} does not use "
-         f"(loss='ns' trains with negative sampling; semhuff.gensim.Word2Vec takes gensim's "
-         f"hs/negative switches)")
-    need(loss != "ns" or (isinstance(negative, (int, np.integer)) and negative >= 1),
-         f"negative sampling needs negative >= 1, got {negative!r}")
-    need(loss != "hs" or hs_order in HierarchicalSoftmax.ORDERS,
-         f"hs_order must be one of {', '.join(HierarchicalSoftmax.ORDERS)}, got {hs_order!r}")
     need(max_sentence_length >= 1, "max_sentence_length must be >= 1")
     need(max_vocab_size is None or max_vocab_size >= 1, "max_vocab_size must be >= 1")
 
@@ -72,8 +62,10 @@ class Word2Vec:
     ``sentences`` is a path (file or directory; plain, gzip, bz2 or xz text), a list of paths,
     or any re-iterable of token lists (the gensim convention). Given one, the vocabulary is
     built and training runs at once. ``loss`` names the output layer; the layer takes the
-    settings it declares (``tree``, ``similarity``, ``hs_order`` for "hs"; ``negative``,
-    ``ns_exponent`` for "ns"), plus ``layer_options`` for a layer of your own. ``hooks`` run
+    settings it declares (``OutputLayer.OPTIONS``): ``tree``, ``similarity``, ``hs_order`` (and
+    a tree builder's own, e.g. ``top_k``) for "hs"; ``negative``, ``ns_exponent`` for "ns";
+    the rest (``clip``, ``clusters``, ...) as ``layer_options``. A setting the chosen layer does
+    not take is an ``OptionError`` naming it. ``hooks`` run
     while training (``semhuff.hooks``); ``word_stats`` has the kernels count predictions and
     nll per target word into ``model.layer.word_stats``.
 
@@ -88,8 +80,9 @@ class Word2Vec:
                  min_count: int = 5, max_vocab_size: Optional[int] = None,
                  max_final_vocab: Optional[int] = None, sample: float = 1e-3, sg: int = 1,
                  cbow_mean: int = 1,
-                 loss: str = "hs", negative: int = 5, ns_exponent: float = 0.75,
-                 tree: Union[str, Tree, None] = None, similarity=None, hs_order: str = "mixed",
+                 loss: str = "hs", negative: Optional[int] = None,
+                 ns_exponent: Optional[float] = None, tree: Union[str, Tree, None] = None,
+                 similarity=None, hs_order: Optional[str] = None,
                  layer_options: Optional[dict] = None, word_stats: bool = False,
                  alpha: float = 0.025, min_alpha: float = 0.0001, epochs: int = 5,
                  workers: Optional[int] = None, device: str = "cpu",
@@ -101,7 +94,14 @@ class Word2Vec:
                  cache_ids: bool = True, dask=None):
         workers = default_workers() if workers is None else workers
         _check_options(vector_size, window, min_count, sample, alpha, min_alpha, epochs,
-                       workers, loss, negative, hs_order, max_sentence_length, max_vocab_size)
+                       workers, max_sentence_length, max_vocab_size)
+        named = dict(negative=negative, ns_exponent=ns_exponent, tree=tree,
+                     similarity=similarity, hs_order=hs_order)
+        # the output layer's settings: those given, checked against what it declares
+        self.loss = loss
+        self.layer_settings = {k: v for k, v in named.items() if v is not None}
+        self.layer_settings.update(layer_options or {})
+        check_layer_settings(loss, self.layer_settings)
         self.device_options = dict(device_options or {})
         make_device(device, backend, **self.device_options)  # fails now, not after the vocabulary scan
         self.vector_size = int(vector_size)
@@ -112,13 +112,6 @@ class Word2Vec:
         self.sample = float(sample)
         self.sg = int(bool(sg))
         self.cbow_mean = int(bool(cbow_mean))
-        self.loss = loss
-        self.negative = int(negative)
-        self.ns_exponent = float(ns_exponent)
-        self.tree_spec = tree
-        self.similarity = similarity
-        self.hs_order = hs_order
-        self.layer_options = dict(layer_options or {})
         self.word_stats = bool(word_stats)
         self.alpha = float(alpha)
         self.min_alpha = float(min_alpha)
@@ -179,13 +172,8 @@ class Word2Vec:
         return vocab
 
     def _make_layer(self) -> OutputLayer:
-        cls = layer_class(self.loss)
-        settings = {"tree": self.tree_spec, "similarity": self.similarity,
-                    "hs_order": self.hs_order, "negative": self.negative,
-                    "ns_exponent": self.ns_exponent, "seed": self.seed}
-        options = {name: settings[name] for name in cls.options if name in settings}
-        options.update(self.layer_options)
-        layer = cls.create(self.vocab, **options)
+        settings = check_layer_settings(self.loss, self.layer_settings)
+        layer = layer_class(self.loss).create(self.vocab, seed=self.seed, **settings)
         if self.word_stats:
             layer.track_word_stats(len(self.vocab))
         return layer
@@ -308,15 +296,31 @@ class Word2Vec:
     def tree(self) -> Optional[Tree]:
         return getattr(self.layer, "tree", None)
 
+    def layer_setting(self, name: str):
+        """The output layer's setting ``name`` as given, else as the layer declares it."""
+        if name in self.layer_settings:
+            return self.layer_settings[name]
+        declared = {o.name: o.default for o in layer_class(self.loss).declared_options()}
+        return declared.get(name)
+
+    # gensim-style attributes over the layer's settings (setting one sets it for the next layer)
+    negative = property(lambda self: self.layer_setting("negative"),
+                        lambda self, v: self.layer_settings.__setitem__("negative", v))
+    ns_exponent = property(lambda self: self.layer_setting("ns_exponent"),
+                           lambda self, v: self.layer_settings.__setitem__("ns_exponent", v))
+    hs_order = property(lambda self: self.layer_setting("hs_order"))
+    similarity = property(lambda self: self.layer_setting("similarity"))
+    tree_spec = property(lambda self: self.layer_setting("tree"),
+                         lambda self, v: self.layer_settings.__setitem__("tree", v))
+
     # -- persistence --------------------------------------------------------------------------------
     def params(self) -> dict:
         """The settings that ``Word2Vec(**params)`` takes back (JSON-able ones)."""
         out = {k: getattr(self, k) for k in (
             "vector_size", "window", "min_count", "max_vocab_size", "max_final_vocab", "sample",
-            "sg", "cbow_mean", "loss", "negative", "ns_exponent", "hs_order", "word_stats", "alpha",
-            "min_alpha", "epochs", "workers", "device", "backend", "device_options", "seed",
-            "max_sentence_length", "chunk_words")}
-        out["layer_options"] = {k: v for k, v in self.layer_options.items() if _jsonable(v)}
+            "sg", "cbow_mean", "loss", "word_stats", "alpha", "min_alpha", "epochs", "workers",
+            "device", "backend", "device_options", "seed", "max_sentence_length", "chunk_words")}
+        out["layer_options"] = {k: v for k, v in self.layer_settings.items() if _jsonable(v)}
         return out
 
     def save(self, path: str) -> None:
@@ -360,8 +364,7 @@ class Word2Vec:
         except (OSError, KeyError, ValueError, TypeError) as exc:
             raise ModelFileError(f"not a semhuff model file: {path} ({exc})") from None
         layer = layer_from_state(name, config, layer_arrays)  # a clear error if not registered
-        if "negative" not in type(layer).options:  # files from before it had to be the default
-            params["negative"] = 5
+        params["layer_options"] = _saved_layer_settings(params, type(layer))
         # where it was trained is restored but not probed: a GPU-trained model loads, exports
         # and scores anywhere; training it again checks the device then
         device = {k: params.pop(k, None) for k in ("device", "backend", "device_options")}
@@ -400,6 +403,16 @@ def _v1_layer(params: dict, arrays: dict):
             {**weights, "alias_thr": thr, "alias_idx": alias}
     tree = {k: arrays[k] for k in ("tree_parent", "tree_branch", "tree_kind")}
     return "hs", {"order": params.get("hs_order", "mixed")}, {**weights, **tree}
+
+
+def _saved_layer_settings(params: dict, layer_cls) -> dict:
+    """The layer settings a model file holds: ``layer_options`` since they are checked by the
+    layer's declarations; files from before held every layer's settings side by side (negative
+    beside hs_order), of which the layer's own are kept."""
+    declared = {o.name for o in layer_cls.declared_options()}
+    settings = {k: params.pop(k) for k in ("negative", "ns_exponent", "hs_order") if k in params}
+    settings.update(params.get("layer_options") or {})
+    return {k: v for k, v in settings.items() if k in declared}
 
 
 def _jsonable(value) -> bool:

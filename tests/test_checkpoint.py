@@ -18,7 +18,7 @@ from semhuff.hooks import Hook, HookSchedule
 SMALL = dict(vector_size=16, min_count=3, epochs=3, workers=1, seed=3, progress=False,
              chunk_words=2000)
 LAYERS = {"hs": {}, "ns": dict(loss="ns"),
-          "self-organized": dict(tree="self-organized",
+          "self-organized": dict(loss="hs-self-organized",
                                  layer_options=dict(reassign_every=7000, clusters=8))}
 
 

@@ -14,6 +14,7 @@ from semhuff.corpus import Corpus
 from semhuff.errors import ModelFileError, OptionError, TrainingDiverged
 from semhuff.hooks import Hook
 from semhuff.layers import OUTPUT_LAYERS, OutputLayer, register_output_layer
+from semhuff.options import Option
 from semhuff.tree import Tree
 
 SMALL = dict(vector_size=16, min_count=3, epochs=2, workers=1, progress=False)
@@ -53,7 +54,7 @@ def full_softmax_body(h, w, weights, larg, alpha, err, state):
 
 @register_output_layer("full-softmax-test")
 class FullSoftmax(OutputLayer):
-    options = ("note",)
+    OPTIONS = (Option("note", str, "", "a note kept with the layer"),)
 
     def __init__(self, note: str = ""):
         super().__init__()

@@ -187,7 +187,8 @@ def test_self_organization_recovers_planted_classes(loss, extra, threshold):
     more centres than its default: this corpus is tiny. The two-level form with the paper's
     log-prob ranking leaves some classes mixed (measured: ARI 0.79; lift: 1.0)."""
     sentences = planted_corpus()
-    model = Word2Vec(sentences, loss=loss, tree="self-organized", vector_size=16, window=2,
+    model = Word2Vec(sentences, loss={"hs": "hs-self-organized"}.get(loss, loss), vector_size=16,
+                     window=2,
                      min_count=1, sample=0, epochs=6, workers=1, seed=3, progress=False,
                      chunk_words=2_000, layer_options=dict(clusters=6, reassign_every=10_000,
                                                            freq_budget=0.2, reassign_until=1.0,
@@ -254,7 +255,7 @@ def test_row_remap_keeps_unchanged_splits():
     assert untouched  # some clusters kept every word, so their inner rows must survive
 
 
-@pytest.mark.parametrize("options", [dict(loss="class"), dict(loss="hs", tree="self-organized")])
+@pytest.mark.parametrize("options", [dict(loss="class"), dict(loss="hs-self-organized")])
 def test_save_load_continue_and_options(tmp_path, lee_path, options):
     settings = dict(vector_size=12, min_count=5, epochs=1, workers=1, progress=False,
                     chunk_words=5_000, layer_options=dict(reassign_every=20_000, clusters=20,
@@ -272,22 +273,25 @@ def test_save_load_continue_and_options(tmp_path, lee_path, options):
     np.testing.assert_array_equal(back.layer.cluster_assignment(), model.layer.cluster_assignment())
     report = back.score(lee_path, clusters=True)
     assert report.cluster_perplexity * report.in_cluster_perplexity == pytest.approx(report.perplexity)
-    with pytest.raises(OptionError, match="unknown option"):
+    with pytest.raises(OptionError, match="does not use colour"):
         Word2Vec(lee_path, **options, **{**settings, "layer_options": {"colour": 1}})
 
 
 def test_self_organized_options_refused_for_fixed_trees(lee_path):
-    with pytest.raises(OptionError, match="self-organized"):
+    with pytest.raises(OptionError, match="loss 'hs' does not use reassign_every"):
         Word2Vec(lee_path, loss="hs", tree="huffman", layer_options={"reassign_every": 10})
     with pytest.raises(OptionError, match="only apply"):
-        Word2Vec(lee_path, loss="class", tree="frequency", layer_options={"reassign_every": 10})
+        Word2Vec(lee_path, loss="class", layer_options={"reassign_every": 10,
+                                                        "clustering": "frequency"})
+    with pytest.raises(OptionError, match="loss 'hs-self-organized'"):  # one name, one thing
+        Word2Vec(lee_path, loss="hs", tree="self-organized")
 
 
 def test_cli_trains_a_self_organized_tree_and_lists_its_clusters(tmp_path, capsys, lee_path):
     from semhuff.cli.train import main as train
     from semhuff.cli.tree import main as tree
     model = tmp_path / "m.npz"
-    assert train([lee_path, "-o", str(model), "--tree", "self-organized", "--reassign-every", "20000",
+    assert train([lee_path, "-o", str(model), "--loss", "hs-self-organized", "--reassign-every", "20000",
                   "--reassign-until", "1", "--clusters", "30", "--heldout", lee_path, "--epochs", "2", "--dim", "12",
                   "--workers", "1", "-q"]) == 0
     capsys.readouterr()

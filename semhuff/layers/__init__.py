@@ -2,9 +2,10 @@
 file) maps to the class that builds, trains, saves and restores that layer."""
 from __future__ import annotations
 
-from typing import Dict, Type
+from typing import Any, Dict, List, Tuple, Type
 
 from ..errors import ModelFileError, OptionError
+from ..options import Option, check_settings
 from .base import OutputLayer
 from .classes import ClassSoftmax
 from .hs import HierarchicalSoftmax
@@ -30,7 +31,7 @@ def register_output_layer(name: str):
 register_output_layer("hs")(HierarchicalSoftmax)
 register_output_layer("ns")(NegativeSampling)
 register_output_layer("class")(ClassSoftmax)
-register_output_layer("hs-self-organized")(SelfOrganizedHS)  # made by "hs" + tree "self-organized"
+register_output_layer("hs-self-organized")(SelfOrganizedHS)
 
 
 def layer_class(name: str) -> Type[OutputLayer]:
@@ -39,6 +40,21 @@ def layer_class(name: str) -> Type[OutputLayer]:
     except (KeyError, TypeError):
         raise OptionError(f"unknown output layer (loss) {name!r}; registered: "
                           f"{', '.join(sorted(OUTPUT_LAYERS))}") from None
+
+
+def check_layer_settings(loss: str, settings: Dict[str, Any]) -> Dict[str, Any]:
+    """The settings given for output layer ``loss``, validated by its declarations; one it does
+    not take is an ``OptionError`` naming it (never silently unused)."""
+    return check_settings(f"loss {loss!r}", layer_class(loss).declared_options(), settings)
+
+
+def declared_layer_options() -> Dict[str, Tuple[Option, List[str]]]:
+    """Every registered layer's options by name: the declaration and the layers taking it."""
+    out: Dict[str, Tuple[Option, List[str]]] = {}
+    for name, cls in sorted(OUTPUT_LAYERS.items()):
+        for option in cls.declared_options():
+            out.setdefault(option.name, (option, []))[1].append(name)
+    return out
 
 
 def layer_from_state(name: str, config: dict, arrays) -> OutputLayer:
@@ -53,4 +69,5 @@ def layer_from_state(name: str, config: dict, arrays) -> OutputLayer:
 
 __all__ = ["OUTPUT_LAYERS", "ClassSoftmax", "HierarchicalSoftmax", "NegativeSampling",
            "OutputLayer", "SelfOrganizedHS",
-           "layer_class", "layer_from_state", "register_output_layer"]
+           "check_layer_settings", "declared_layer_options", "layer_class", "layer_from_state",
+           "register_output_layer"]

@@ -14,6 +14,9 @@
 
 Register a new layer with ``@register_output_layer("name")`` (``semhuff.layers``); ``Word2Vec(
 loss="name")`` and ``semhuff-train --loss name`` then build it, and ``Word2Vec.load`` restores it.
+The settings it takes are declared once in ``OPTIONS`` (``semhuff.options.Option``): they become
+``Word2Vec`` keywords (``layer_options={...}``) and ``semhuff-train`` flags, and any other setting
+given with this layer is refused by name.
 """
 from __future__ import annotations
 
@@ -23,13 +26,14 @@ import numpy as np
 
 from ..errors import OptionError
 from ..kernels import loop
+from ..options import Option
 
 
 class OutputLayer:
     name: ClassVar[str] = ""                 # the registry key (set by register_output_layer)
     body: ClassVar[int] = loop.CUSTOM        # which body the sentence loops run
     normalised: ClassVar[bool] = False       # P(w | h) sums to 1: model.score() is meaningful
-    options: ClassVar[Tuple[str, ...]] = ()  # Word2Vec settings that ``create`` takes
+    OPTIONS: ClassVar[Tuple[Option, ...]] = ()  # the settings ``create`` takes
     devices: ClassVar[Tuple[str, ...]] = ("cpu",)
 
     def __init__(self):
@@ -38,9 +42,16 @@ class OutputLayer:
 
     # -- building ------------------------------------------------------------------------------
     @classmethod
-    def create(cls, vocab, **options) -> "OutputLayer":
-        """A fresh layer for ``vocab`` from the user's settings (those named in ``options``)."""
-        return cls(**options)
+    def declared_options(cls) -> Tuple[Option, ...]:
+        """Every setting this layer takes (``OPTIONS``; a layer may add others', e.g. its tree
+        builders')."""
+        return cls.OPTIONS
+
+    @classmethod
+    def create(cls, vocab, seed: int = 1, **settings) -> "OutputLayer":
+        """A fresh layer for ``vocab`` from the user's settings (checked against
+        ``declared_options`` before this is called) and the model's ``seed``."""
+        return cls(**settings)
 
     def n_rows(self, n_words: int) -> int:
         raise NotImplementedError

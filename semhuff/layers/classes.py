@@ -1,7 +1,7 @@
 """The two-level (class-based) softmax, Shen et al. eqs. 1-4: P(w | h) = P(c(w) | h) P(w | c(w), h)
 with a softmax over C (about sqrt V) cluster vectors and one over the words of w's cluster.
 
-Its clusters are ``tree``:
+Its clusters are ``clustering``:
 
 * ``"self-organized"``: learned while training (``organizer.SelfOrganizer``: random or
   frequency-binned start, re-assigned every K words from the model's own predictions);
@@ -25,23 +25,27 @@ import numpy as np
 
 from ..errors import OptionError
 from ..kernels import loop
+from ..options import Option
 from ..trees.clusters import cluster_members
 from .base import OutputLayer
-from .organizer import ReassignHook, SelfOrganizer, organizer_options
-from .diagnostics import ClusterDiagnostics
+from .diagnostics import HELDOUT_OPTIONS, ClusterDiagnostics
+from .organizer import ORGANIZER_OPTIONS, ReassignHook, SelfOrganizer, organizer_options
+
+CLUSTERINGS = ("self-organized", "frequency", "random")
+CLUSTERING = Option("clustering", str, "self-organized", "--loss class: its clusters, learned "
+                    "while training (self-organized), frequency-binned (Mikolov et al. 2011) or "
+                    "random, both fixed", choices=CLUSTERINGS)
 
 
 class ClassSoftmax(ClusterDiagnostics, OutputLayer):
     body = loop.CLASS
     normalised = True
-    options = ("tree", "seed")
-    CLUSTERINGS = ("self-organized", "frequency", "random")
+    OPTIONS = (CLUSTERING, *ORGANIZER_OPTIONS, *HELDOUT_OPTIONS)
+    CLUSTERINGS = CLUSTERINGS
 
     def __init__(self, clustering: str = "self-organized", organizer: SelfOrganizer = None):
         super().__init__()
-        if clustering not in self.CLUSTERINGS:
-            raise OptionError(f"the class softmax's clusters (tree) must be one of "
-                              f"{', '.join(self.CLUSTERINGS)}, got {clustering!r}")
+        CLUSTERING.validate(clustering)
         self.clustering = clustering
         self.organizer = organizer if organizer is not None else SelfOrganizer()
         self.members = self.starts = None
@@ -51,15 +55,14 @@ class ClassSoftmax(ClusterDiagnostics, OutputLayer):
         return self.clustering == "self-organized"
 
     @classmethod
-    def create(cls, vocab, tree=None, seed=1, heldout=None, heldout_tokens=20_000, **options):
-        clustering = "self-organized" if tree is None else tree
+    def create(cls, vocab, seed=1, clustering="self-organized", heldout=None,
+               heldout_tokens=20_000, **options):
         settings = organizer_options(options)
-        if options:
-            raise OptionError(f"unknown option(s) for the class softmax: {', '.join(sorted(options))}")
         if clustering != "self-organized":
-            extra = set(settings) - {"clusters"}
+            extra = set(settings) - {"clusters"} | ({"heldout"} if heldout is not None else set())
             if extra:
-                raise OptionError(f"{', '.join(sorted(extra))} only apply to self-organized clusters")
+                raise OptionError(f"{', '.join(sorted(extra))} only apply to self-organized "
+                                  f"clusters (clustering 'self-organized'), not {clustering!r}")
             settings["cluster_init"] = "frequency" if clustering == "frequency" else "random"
         layer = cls(clustering, SelfOrganizer(seed=seed, **settings))
         layer.organizer.start(vocab.counts)

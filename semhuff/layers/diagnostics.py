@@ -19,7 +19,16 @@ import numpy as np
 
 from ..corpus import as_corpus
 from ..encode import encode_chunks
+from ..options import Option, positive_int
 from ..scoring import score_on_host
+
+HELDOUT_OPTIONS = (
+    Option("heldout", str, None, "measure cluster / in-cluster perplexity on FILE's first "
+           "tokens at every re-assignment (semhuff-tree clusters MODEL --plot draws them)",
+           metavar="FILE"),
+    Option("heldout_tokens", int, 20_000, "how many held-out tokens --heldout scores",
+           check=positive_int),
+)
 
 
 class ClusterDiagnostics:

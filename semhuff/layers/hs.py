@@ -7,8 +7,33 @@ import numpy as np
 
 from ..errors import OptionError, TreeError
 from ..kernels import loop
+from ..options import Option
 from ..tree import Tree
+from ..trees import make_tree, tree_builder_options
 from .base import OutputLayer
+
+ORDERS = ("mixed", "word2vec", "batched")
+CLIPS = ("skip", "saturate")
+def _not_a_layer(tree) -> str:
+    # one name, one thing: --tree names a tree; a learned clustering is a layer of its own
+    if isinstance(tree, str) and tree in ("self-organized", "frequency"):
+        return ("names a tree builder, and a self-organized tree is an output layer of its own: "
+                "loss 'hs-self-organized' (the class softmax: loss 'class' with clustering "
+                "'self-organized', 'frequency' or 'random')")
+    return None
+
+
+TREE = Option("tree", str, None, "the tree: a builder's name (huffman, the default; semhuff, "
+              "random, alphabetical, clusters, or a --plugin's) or a tree file from semhuff-tree "
+              "build (same corpus and --min-count)", metavar="KIND|FILE", check=_not_a_layer)
+SIMILARITY = Option("similarity", str, None, "similarity knowledge for --tree semhuff: wordnet, "
+                    "a pairs file or a vectors file")
+HS_ORDER = Option("hs_order", str, "mixed", "skip-gram + HS update order: word2vec.c's (context "
+                  "by context), batched (a centre's contexts per path node, p-tHSM), or mixed "
+                  "(batched on the top 4 tree levels, word2vec's below: scales best across "
+                  "threads)", choices=ORDERS)
+CLIP = Option("clip", str, "skip", "a score beyond +-6: no update as word2vec (skip), or the "
+              "saturated gradient, which corrects confidently wrong predictions", choices=CLIPS)
 
 
 class HierarchicalSoftmax(OutputLayer):
@@ -23,9 +48,8 @@ class HierarchicalSoftmax(OutputLayer):
     body = loop.HS
     normalised = True
     devices = ("cpu", "cuda")
-    options = ("tree", "similarity", "hs_order", "seed")
-    ORDERS = ("mixed", "word2vec", "batched")
-    CLIPS = ("skip", "saturate")
+    OPTIONS = (TREE, SIMILARITY, HS_ORDER, CLIP)
+    ORDERS, CLIPS = ORDERS, CLIPS
     MIXED_LEVELS = 4
     # Private top-of-tree rows for each thread (devices.HotRows), averaged when merged: nearly
     # every prediction updates them, so each thread's copy settles within a chunk and summing
@@ -48,31 +72,31 @@ class HierarchicalSoftmax(OutputLayer):
 
     def __init__(self, tree: Tree, order: str = "mixed", clip: str = "skip"):
         super().__init__()
-        if order not in self.ORDERS:
-            raise OptionError(f"hs_order must be one of {', '.join(self.ORDERS)}, got {order!r}")
-        if clip not in self.CLIPS:
-            raise OptionError(f"clip must be one of {', '.join(self.CLIPS)}, got {clip!r}")
+        HS_ORDER.validate(order)
+        CLIP.validate(clip)
         self.tree = tree
         self.order = order
         self.clip = clip
 
     @classmethod
-    def create(cls, vocab, tree=None, similarity=None, hs_order="mixed", seed=1, clip="skip",
-               **options):
-        """``tree``: a ``Tree``, the name of a tree builder (``semhuff.trees``; default
-        "huffman"), or "self-organized" (a ``SelfOrganizedHS``, which takes ``options``)."""
-        if tree == "self-organized":
-            from .self_organized import SelfOrganizedHS
-            return SelfOrganizedHS.create(vocab, hs_order=hs_order, seed=seed, clip=clip, **options)
-        if options:
-            raise OptionError(f"{', '.join(sorted(options))}: only for self-organized trees "
-                              f"(tree 'self-organized') and the class softmax (loss 'class')")
+    def declared_options(cls):
+        return cls.OPTIONS + tree_builder_options()
+
+    @classmethod
+    def create(cls, vocab, seed=1, tree=None, similarity=None, hs_order="mixed", clip="skip",
+               **tree_options):
+        """``tree``: a ``Tree`` or the name of a tree builder (``semhuff.trees``; default
+        "huffman"), which gets ``similarity`` and its own ``tree_options``."""
+        TREE.validate(tree)
         if len(vocab) < 2:
             raise OptionError(f"hierarchical softmax needs at least 2 words in the vocabulary, "
                               f"got {len(vocab)} (lower min_count?)")
         if not isinstance(tree, Tree):
-            from ..trees import make_tree
-            tree = make_tree(tree or "huffman", vocab, similarity=similarity, seed=seed)
+            tree = make_tree(tree or "huffman", vocab, similarity=similarity, seed=seed,
+                             **tree_options)
+        elif tree_options or similarity is not None:
+            raise OptionError(f"{', '.join(sorted(tree_options) or ['similarity'])}: options of "
+                              f"a tree builder, but a ready tree was given")
         elif tree.n_words != len(vocab):
             raise TreeError(f"the given tree has {tree.n_words} leaves but the vocabulary has "
                             f"{len(vocab)} words")

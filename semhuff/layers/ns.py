@@ -5,10 +5,13 @@ from typing import Dict
 
 import numpy as np
 
-from ..errors import OptionError
 from ..kernels import loop
 from ..kernels.ns import build_alias_table
+from ..options import Option, positive_int
 from .base import OutputLayer
+
+NEGATIVE = Option("negative", int, 5, "noise words per prediction", check=positive_int)
+NS_EXPONENT = Option("ns_exponent", float, 0.75, "noise words are drawn from unigram^this")
 
 
 class NegativeSampling(OutputLayer):
@@ -17,7 +20,7 @@ class NegativeSampling(OutputLayer):
 
     body = loop.NS
     devices = ("cpu", "cuda")
-    options = ("negative", "ns_exponent")
+    OPTIONS = (NEGATIVE, NS_EXPONENT)
     # Private rows of the most frequent words for each thread (devices.HotRows): noise words
     # spread wider than HS's top nodes (two threads: 256 rows 1.52x one thread, 4096 1.77x); each
     # row gets a smaller share of the updates, and summing the changes kept the quality where
@@ -27,14 +30,13 @@ class NegativeSampling(OutputLayer):
 
     def __init__(self, negative: int = 5, exponent: float = 0.75):
         super().__init__()
-        if not isinstance(negative, (int, np.integer)) or negative < 1:
-            raise OptionError(f"negative sampling needs negative >= 1, got {negative!r}")
+        NEGATIVE.validate(negative)
         self.negative = int(negative)
         self.exponent = float(exponent)
         self.alias_thr = self.alias_idx = None
 
     @classmethod
-    def create(cls, vocab, negative=5, ns_exponent=0.75):
+    def create(cls, vocab, seed=1, negative=5, ns_exponent=0.75):
         layer = cls(negative, ns_exponent)
         layer.set_noise(vocab.counts)
         return layer

@@ -46,9 +46,9 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
-from ..errors import OptionError
 from ..hooks import Hook
-from ..trees.clusters import (cluster_capacity, check_clusters, default_clusters, greedy_assign,
+from ..options import Option, at_least_one, check_settings, non_negative, positive_int, share
+from ..trees.clusters import (CLUSTERS, cluster_capacity, check_clusters, default_clusters, greedy_assign,
                               initial_clusters)
 
 logger = logging.getLogger(__name__)
@@ -56,6 +56,28 @@ logger = logging.getLogger(__name__)
 SMOOTHINGS = ("interval", "epoch", "printed")
 CRITERIA = ("lift", "log-prob")
 DEFAULT_REASSIGN_EVERY = 1_000_000
+
+# The SelfOrganizer's settings, declared once (``semhuff.options``): both clustered layers take
+# them, and the command line, Word2Vec's checks and --init-model read them from here.
+ORGANIZER_OPTIONS = (
+    CLUSTERS,
+    Option("reassign_every", int, DEFAULT_REASSIGN_EVERY,
+           "re-assign words to clusters every this many words", metavar="WORDS",
+           check=positive_int),
+    Option("reassign_until", float, 1 / 3, "re-assign only during this share of training, "
+           "then freeze the clusters (the paper: 1)", metavar="SHARE", check=share,),
+    Option("cluster_init", str, "random", "starting clusters: random (the paper) or frequency "
+           "binning", choices=("random", "frequency")),
+    Option("criterion", str, "log-prob", "what the re-assignment ranks clusters by (log-prob: "
+           "the paper's)", choices=CRITERIA),
+    Option("smoothing", str, "epoch", "how the cluster statistic averages its samples",
+           choices=SMOOTHINGS),
+    Option("margin", float, 0.0, "bits a cluster must beat a word's own by",
+           check=non_negative),
+    Option("gamma", float, 1.5, "at most gamma x sqrt(V) words a cluster",
+           check=at_least_one),
+    Option("freq_budget", float, 0.1, "token share a cluster may reach", check=share,),
+)
 HISTORY_FIELDS = ("words_done", "epoch", "changed_share", "changed_mass", "fallback",
                   "rows_kept", "seconds", "cluster_ppl", "in_cluster_ppl", "ppl",
                   "diagnose_seconds")
@@ -69,28 +91,16 @@ class SelfOrganizer:
                  cluster_init: str = "random", smoothing: str = "epoch", criterion: str = "log-prob",
                  margin: float = 0.0, reassign_until: float = 1 / 3, gamma: float = 1.5,
                  freq_budget: float = 0.1, seed: int = 1):
-        if criterion not in CRITERIA:
-            raise OptionError(f"criterion must be one of {', '.join(CRITERIA)}, got {criterion!r}")
-        if smoothing not in SMOOTHINGS:
-            raise OptionError(f"smoothing must be one of {', '.join(SMOOTHINGS)}, got {smoothing!r}")
-        if not isinstance(reassign_every, (int, np.integer)) or reassign_every < 1:
-            raise OptionError(f"reassign_every must be a positive number of words, got {reassign_every!r}")
-        if not gamma >= 1.0:
-            raise OptionError(f"gamma must be >= 1 (clusters of up to gamma x sqrt(V) words), got {gamma!r}")
-        if not 0.0 < freq_budget <= 1.0:
-            raise OptionError(f"freq_budget must be in (0, 1], got {freq_budget!r}")
-        if cluster_init not in ("random", "frequency"):
-            raise OptionError(f"cluster_init must be 'random' or 'frequency', got {cluster_init!r}")
+        given = dict(clusters=clusters, reassign_every=reassign_every, cluster_init=cluster_init,
+                     smoothing=smoothing, criterion=criterion, margin=margin,
+                     reassign_until=reassign_until, gamma=gamma, freq_budget=freq_budget)
+        check_settings("self-organizing clusters", ORGANIZER_OPTIONS, given)  # the declarations
         self.clusters = clusters
         self.reassign_every = int(reassign_every)
         self.cluster_init = cluster_init
         self.smoothing = smoothing
         self.criterion = criterion
-        if not margin >= 0.0:
-            raise OptionError(f"margin must be >= 0 bits, got {margin!r}")
         self.margin = float(margin)
-        if not 0.0 < reassign_until <= 1.0:
-            raise OptionError(f"reassign_until must be a share of the training in (0, 1], got {reassign_until!r}")
         self.reassign_until = float(reassign_until)
         self.gamma = float(gamma)
         self.freq_budget = float(freq_budget)
@@ -202,9 +212,7 @@ class ReassignHook(Hook):
 
 def organizer_options(options: dict) -> dict:
     """The SelfOrganizer's settings among a layer's options (the rest is refused by the caller)."""
-    keys = ("clusters", "reassign_every", "cluster_init", "smoothing", "criterion", "margin",
-            "reassign_until", "gamma", "freq_budget")
-    return {k: options.pop(k) for k in keys if k in options}
+    return {o.name: options.pop(o.name) for o in ORGANIZER_OPTIONS if o.name in options}
 
 
 def history_rows(history: np.ndarray) -> List[dict]:

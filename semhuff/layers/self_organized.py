@@ -26,13 +26,17 @@ import numpy as np
 
 from ..errors import OptionError
 from ..kernels import loop
+from ..options import Option, positive_number
 from ..tree import Tree
 from ..trees.clusters import cluster_tree
-from .diagnostics import ClusterDiagnostics
-from .hs import HierarchicalSoftmax
-from .organizer import ReassignHook, SelfOrganizer, organizer_options
+from .diagnostics import HELDOUT_OPTIONS, ClusterDiagnostics
+from .hs import CLIP, HS_ORDER, HierarchicalSoftmax
+from .organizer import ORGANIZER_OPTIONS, ReassignHook, SelfOrganizer, organizer_options
 
 DEFAULT_SAMPLES_PER_WORD = 2.0
+SAMPLES_PER_WORD = Option("samples_per_word", float, DEFAULT_SAMPLES_PER_WORD, "a word's "
+                          "centres sampled per epoch for the cluster statistic",
+                          check=positive_number)
 
 
 def top_part(tree: Tree, cluster_of: np.ndarray, cluster_depth: np.ndarray
@@ -140,14 +144,13 @@ def remap_rows(old_keys: np.ndarray, new_keys: np.ndarray, weights: np.ndarray) 
 class SelfOrganizedHS(ClusterDiagnostics, HierarchicalSoftmax):
     body = loop.SO_HS
     devices = ("cpu",)  # the sampled cluster statistic is gathered by the CPU body only
-    options = ("hs_order", "seed")
+    OPTIONS = (HS_ORDER, CLIP, *ORGANIZER_OPTIONS, SAMPLES_PER_WORD, *HELDOUT_OPTIONS)
 
     def __init__(self, tree: Tree, cluster_depth: np.ndarray, order: str = "mixed",
                  organizer: SelfOrganizer = None, samples_per_word: float = DEFAULT_SAMPLES_PER_WORD,
                  clip: str = "skip"):
         super().__init__(tree, order, clip)
-        if not samples_per_word > 0:
-            raise OptionError(f"samples_per_word must be > 0, got {samples_per_word!r}")
+        SAMPLES_PER_WORD.validate(samples_per_word)
         self.organizer = organizer if organizer is not None else SelfOrganizer()
         self.samples_per_word = float(samples_per_word)
         self.sample_thr = np.zeros(tree.n_words, np.uint32)
@@ -155,11 +158,13 @@ class SelfOrganizedHS(ClusterDiagnostics, HierarchicalSoftmax):
         self._use_tree(tree, np.asarray(cluster_depth, np.int32))
 
     @classmethod
-    def create(cls, vocab, hs_order="mixed", seed=1, samples_per_word=DEFAULT_SAMPLES_PER_WORD,
+    def declared_options(cls):
+        return cls.OPTIONS  # not HS's tree options: this layer makes its own tree
+
+    @classmethod
+    def create(cls, vocab, seed=1, hs_order="mixed", samples_per_word=DEFAULT_SAMPLES_PER_WORD,
                clip="skip", heldout=None, heldout_tokens=20_000, **options):
         organizer = SelfOrganizer(seed=seed, **organizer_options(options))
-        if options:
-            raise OptionError(f"unknown option(s) for a self-organized tree: {', '.join(sorted(options))}")
         if len(vocab) < 2:
             raise OptionError("hierarchical softmax needs at least 2 words in the vocabulary")
         organizer.start(vocab.counts)

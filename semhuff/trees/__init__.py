@@ -1,26 +1,38 @@
 """Tree builders for hierarchical softmax, by name: ``make_tree(kind, vocab, ...)`` is the one
 entry point; ``--tree`` (CLI) and ``Word2Vec(tree=...)`` choose among ``TREE_BUILDERS``, and
 ``register_tree_builder`` adds one. A builder takes ``(vocab, similarity=None, **options)`` and
-returns a ``Tree`` whose leaf ``i`` is word ``i`` of the frequency-sorted vocabulary."""
+returns a ``Tree`` whose leaf ``i`` is word ``i`` of the frequency-sorted vocabulary; the
+options it takes are declared once with it (``register_tree_builder(name, options=...)``,
+``semhuff.options.Option``), which is how ``Word2Vec`` and ``semhuff-train`` reach them."""
 from __future__ import annotations
 
-from typing import Callable, Dict
+from typing import Callable, Dict, Tuple
 
 import numpy as np
 
+from ..options import Option, check_settings, positive_int
 from ..tree import Tree, TreeError
+from .clusters import CLUSTERS
 
 TREE_BUILDERS: Dict[str, Callable[..., Tree]] = {}
+TREE_OPTIONS: Dict[str, Tuple[Option, ...]] = {}  # the options each builder takes
 
 
-def register_tree_builder(name: str):
-    """Function decorator: make a builder available as ``tree=name`` / ``--tree name``."""
+def register_tree_builder(name: str, options: Tuple[Option, ...] = ()):
+    """Function decorator: make a builder available as ``tree=name`` / ``--tree name``, taking
+    the declared ``options`` as keywords (anything else is refused before it is called)."""
     def register(build):
         if TREE_BUILDERS.get(name, build) is not build:
             raise ValueError(f"tree builder name {name!r} is taken")
         TREE_BUILDERS[name] = build
+        TREE_OPTIONS[name] = tuple(options)
         return build
     return register
+
+
+def tree_builder_options() -> Tuple[Option, ...]:
+    """Every registered builder's options (a builder refuses those of another)."""
+    return tuple(o for options in TREE_OPTIONS.values() for o in options)
 
 
 def make_tree(kind: str, vocab, similarity=None, seed: int = 1, **options) -> Tree:
@@ -30,6 +42,7 @@ def make_tree(kind: str, vocab, similarity=None, seed: int = 1, **options) -> Tr
     similarity sources raise ``SimilarityError``."""
     if kind not in TREE_BUILDERS:
         raise TreeError(f"unknown tree kind {kind!r} (expected one of: {', '.join(sorted(TREE_BUILDERS))})")
+    options = check_settings(f"the {kind} tree", TREE_OPTIONS[kind], options)
     return TREE_BUILDERS[kind](vocab, similarity, seed=seed, **options)
 
 
@@ -41,7 +54,20 @@ def huffman_tree(vocab, similarity=None, seed=1, **options) -> Tree:
     return build_huffman(vocab.counts)
 
 
-@register_tree_builder("semhuff")
+SEMHUFF_OPTIONS = (
+    Option("top_k", int, 30, "--tree semhuff: similar words kept per word", check=positive_int),
+    Option("wordnet_dir", str, None, "--tree semhuff: WordNet's dict folder (default: found "
+           "as semhuff-eval finds its data)", metavar="DIR"),
+    Option("matching", str, "auto", "--tree semhuff: how each level is paired (exact blossom, "
+           "the Numba approximation, or auto by level size)", choices=("auto", "exact", "approx")),
+    Option("exact_max_nodes", int, None, "--tree semhuff, matching auto: the largest level "
+           "paired exactly", check=positive_int),
+    Option("report", object, None, "a SimilarityReport to fill", cli=False),
+    Option("on_level", object, None, "called with each level's LevelStats", cli=False),
+)
+
+
+@register_tree_builder("semhuff", SEMHUFF_OPTIONS)
 def semhuff_tree(vocab, similarity=None, seed=1, **options) -> Tree:
     """The Huffman tree re-paired by word similarity (``build_semhuff``). ``similarity`` is
     required: ``"wordnet"``, a path to a pairs / synonym-set file or to word vectors (word2vec
@@ -57,11 +83,9 @@ def semhuff_tree(vocab, similarity=None, seed=1, **options) -> Tree:
         raise TreeError("a semhuff tree needs similarity knowledge "
                         "(wordnet, a pairs file or word vectors)")
     load_options = {key: options.pop(key) for key in ("top_k", "wordnet_dir", "report")
-                    if key in options}
+                    if options.get(key) is not None}
     build_options = {key: options.pop(key) for key in ("matching", "exact_max_nodes", "on_level")
-                     if key in options}
-    if options:
-        raise TreeError(f"unknown semhuff tree option(s): {', '.join(sorted(options))}")
+                     if options.get(key) is not None}
     if not sp.issparse(similarity):
         from .similarity import SimilarityError, SimilarityReport
         load_options.setdefault("top_k", DEFAULT_TOP_K)
@@ -74,8 +98,8 @@ def semhuff_tree(vocab, similarity=None, seed=1, **options) -> Tree:
 
 
 def _no_options(kind, similarity, options):
-    if similarity is not None or options:
-        raise TreeError(f"the {kind} tree takes no similarity or options")
+    if similarity is not None:
+        raise TreeError(f"the {kind} tree takes no similarity (only --tree semhuff does)")
 
 
 @register_tree_builder("random")
@@ -94,7 +118,7 @@ def alphabetical_tree(vocab, similarity=None, seed=1, **options) -> Tree:
     return balanced_tree(np.argsort(np.array(vocab.words, dtype=object), kind="stable"), "alphabetical")
 
 
-@register_tree_builder("clusters")
+@register_tree_builder("clusters", (CLUSTERS,))
 def random_clusters_tree(vocab, similarity=None, seed=1, clusters=None, **options) -> Tree:
     """Random clusters (about sqrt(V)) in their binary form (``clusters.cluster_tree``): the
     self-organized tree's starting point, never re-organized (a baseline)."""
@@ -104,4 +128,5 @@ def random_clusters_tree(vocab, similarity=None, seed=1, clusters=None, **option
     return cluster_tree(random_clusters(len(vocab), n, seed), vocab.counts, n, kind="clusters")[0]
 
 
-__all__ = ["TREE_BUILDERS", "make_tree", "register_tree_builder"]
+__all__ = ["TREE_BUILDERS", "TREE_OPTIONS", "make_tree", "register_tree_builder",
+           "tree_builder_options"]

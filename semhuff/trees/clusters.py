@@ -22,8 +22,13 @@ import numba
 import numpy as np
 
 from ..errors import OptionError
+from ..options import Option, positive_int
 from ..tree import Tree
 from .huffman import _huffman_parents
+
+
+CLUSTERS = Option("clusters", int, None, "number of clusters (default: about sqrt(V))",
+                  check=positive_int)
 
 
 def default_clusters(n_words: int) -> int:

@@ -1,0 +1,140 @@
+"""Options declared once: an output layer or a tree builder lists the settings it takes as
+``Option`` values, and everything that handles settings reads those declarations:
+
+* ``Word2Vec(...)`` and the gensim adapter check the given settings against the chosen layer's
+  (``check_layer_settings``): an option the layer does not take is an error naming it, never
+  silently unused;
+* ``semhuff-train`` makes its ``--flag`` for every declared option (``add_option_flags``), a
+  plugin's too (plugins are imported before the parser is built), and refuses a given flag the
+  chosen ``--loss`` does not use; ``--layer-option NAME=VALUE`` reaches any declared option;
+* ``--init-model`` / ``--resume`` refuse any given layer option that differs from the saved
+  layer's (a layer's options are part of the model: they are saved with it).
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import numbers
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, Iterable, Optional, Sequence, Tuple
+
+from .errors import OptionError
+
+
+@dataclass(frozen=True)
+class Option:
+    """One setting of a layer or tree builder: ``name`` is the Python keyword (``Word2Vec``,
+    ``layer.create``), ``flag`` the command-line spelling (default ``--`` + name with dashes)."""
+
+    name: str
+    type: Callable[[str], Any]
+    default: Any = None
+    help: str = ""
+    choices: Optional[Tuple[Any, ...]] = None
+    flag: Optional[str] = None
+    metavar: Optional[str] = None
+    check: Optional[Callable[[Any], Optional[str]]] = None  # an error phrase, or None if fine
+    cli: bool = True  # False: a Python object (a report to fill, a callback), no flag
+
+    @property
+    def cli_flag(self) -> str:
+        return self.flag or "--" + self.name.replace("_", "-")
+
+    def validate(self, value):
+        """``value`` if it is acceptable, else an ``OptionError`` naming the option."""
+        if value is None:
+            return value
+        if self.choices is not None and value not in self.choices:
+            raise OptionError(f"{self.name} must be one of {', '.join(map(str, self.choices))}, "
+                              f"got {value!r}")
+        problem = self.check(value) if self.check is not None else None
+        if problem:
+            raise OptionError(f"{self.name} {problem}, got {value!r}")
+        return value
+
+    def parse(self, text: str):
+        """A command-line value (``--layer-option name=TEXT``) of this option's type."""
+        try:
+            return self.validate(self.type(text))
+        except (TypeError, ValueError):
+            raise OptionError(f"{self.cli_flag}: cannot read {text!r} as "
+                              f"{getattr(self.type, '__name__', 'a value')}") from None
+
+
+# checks for ``Option.check``: an error phrase, or None when the value is fine
+def positive_int(value) -> Optional[str]:
+    ok = isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= 1
+    return None if ok else "must be an integer >= 1"
+
+
+def _number(value) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def positive_number(value) -> Optional[str]:
+    return None if _number(value) and value > 0 else "must be > 0"
+
+
+def non_negative(value) -> Optional[str]:
+    return None if _number(value) and value >= 0 else "must be >= 0"
+
+
+def at_least_one(value) -> Optional[str]:
+    return None if _number(value) and value >= 1 else "must be >= 1"
+
+
+def share(value) -> Optional[str]:
+    return None if _number(value) and 0 < value <= 1 else "must be in (0, 1]"
+
+
+def by_name(options: Iterable[Option]) -> Dict[str, Option]:
+    out: Dict[str, Option] = {}
+    for option in options:
+        out.setdefault(option.name, option)
+    return out
+
+
+def check_settings(owner: str, declared: Sequence[Option], settings: Dict[str, Any]) -> Dict[str, Any]:
+    """``settings`` validated against ``declared``: an unknown name is an ``OptionError`` that
+    names it and lists what ``owner`` takes."""
+    table = by_name(declared)
+    unknown = sorted(set(settings) - set(table))
+    if unknown:
+        takes = ", ".join(sorted(table)) or "no options"
+        raise OptionError(f"{owner} does not use {', '.join(unknown)} (it takes: {takes})")
+    return {name: table[name].validate(value) for name, value in settings.items()}
+
+
+def add_option_flags(group, options: Iterable[Option], used_by: Dict[str, str]) -> None:
+    """One argparse flag per option (``dest`` = its name, absent unless given: the caller then
+    knows exactly which were given). ``used_by`` says which layers take it, for the help."""
+    for option in options:
+        if not option.cli:
+            continue
+        default = "" if option.default is None else f" (default {option.default:,})" \
+            if isinstance(option.default, int) else f" (default {option.default:g})" \
+            if isinstance(option.default, float) else f" (default {option.default})"
+        layers = used_by.get(option.name)
+        kwargs = dict(dest=option.name, default=argparse.SUPPRESS, metavar=option.metavar,
+                      help=option.help + default + (f" [--loss {layers}]" if layers else ""))
+        if option.choices is not None:
+            kwargs["choices"] = option.choices
+        if option.type is not str:
+            kwargs["type"] = option.type
+        group.add_argument(option.cli_flag, **kwargs)
+
+
+def parse_assignments(pairs: Sequence[str], declared: Sequence[Option], owner: str) -> Dict[str, Any]:
+    """``NAME=VALUE`` strings (``--layer-option``) as settings of ``declared`` options."""
+    table = by_name(declared)
+    out = {}
+    for pair in pairs:
+        name, sep, text = pair.partition("=")
+        name = name.strip().replace("-", "_")
+        if not sep or not name:
+            raise OptionError(f"--layer-option needs NAME=VALUE, got {pair!r}")
+        if name not in table:
+            takes = ", ".join(sorted(o.name for o in table.values() if o.cli)) or "no options"
+            raise OptionError(f"{owner} does not use {name} (it takes: {takes})")
+        out[name] = table[name].parse(text)
+    return out
