@@ -9,282 +9,78 @@ the scorer only talk to the session:
   hooks, checkpoints); ``layer_changed``: the layer's arrays changed on the host (a hook
   re-assigned the tree, say), upload them again.
 
-``cpu`` is built in; ``cuda`` (``semhuff.gpu``: numba.cuda or CuPy) is registered below without
-importing either (its constructor loads the backend and says in one sentence when it cannot).
-A device class lists its ``backends``; ``make_device(name, backend, **options)`` builds it.
+``Session`` and ``Device`` below declare the contract. ``cpu`` (``cpu_session.py``) and ``cuda``
+(``semhuff.gpu``: numba.cuda or CuPy, registered without importing either; its constructor loads
+the backend and says in one sentence when it cannot) are registered with ``register_device``, as
+a plugin's device is. A device class lists its ``backends``; ``make_device(name, backend,
+**options)`` builds it.
 """
 from __future__ import annotations
 
-import threading
-import time
-from dataclasses import dataclass
-from typing import Dict, Optional, Tuple, Type
+from typing import Dict, Optional, Protocol, Tuple, Type
 
 import numpy as np
 
+from .cpu_session import CpuDevice, CpuSession, HotRows, Plan, check_separate  # noqa: F401
 from .errors import DeviceError, OptionError
-from .kernels import loop
+from .gpu.device import CudaDevice
 
 
-@dataclass(frozen=True)
-class Plan:
-    """What every chunk of one ``train()`` call shares."""
+class Session(Protocol):
+    """What the trainer and the scorer ask of a device's session (``CpuSession`` is the
+    reference; ``gpu.device.GpuSession`` another)."""
 
-    sg: bool
-    keep_thr: np.ndarray   # uint32 down-sampling thresholds by word id (all 0xFFFFFFFF: none)
-    window: int
-    reduce_window: bool    # word2vec's reduced window (training) or the full window (scoring)
-    alpha: float
-    min_alpha: float
-    total_words: int       # input words of the whole call, for the learning-rate decay
-    cbow_mean: bool = True # CBOW: mean of the contexts (word2vec) or their sum (gensim cbow_mean=0)
-    counts: Optional[np.ndarray] = None  # word counts: which output rows every thread writes
-
-
-class HotRows:
-    """Private copies, for each thread, of the rows that every thread writes all the time: the
-    output rows at the top of the tree or of the most frequent words, and the input vectors of
-    the most frequent context words.
-
-    Two Hogwild threads writing the same rows make their cores pass those cache lines back and
-    forth: on a 2-core machine two threads needed 1.6x the CPU time of one for the same work,
-    and 1.0x when each had its own output rows (``eval/bench_threads.py``,
-    docs/performance.md). So a thread trains a chunk on its own copies of the ``rows`` and then
-    merges what it changed, times ``share``, into the shared rows, under a lock; every other row
-    stays Hogwild. ``share = 1``: the shared rows get each thread's whole change (what Hogwild
-    would have done, a chunk late); ``1 / threads``: the changes are averaged.
-
-    The copies live below the shared rows (``owner``'s attribute ``attr``: a layer's
-    ``weights``, a session's ``syn0``) in one array (``weights``; the attribute becomes a view of
-    its first rows), and a thread's kernel reaches them through an index map (``remap``): one
-    array and an index keep the kernels' loops vectorised."""
-
-    def __init__(self, owner, rows: np.ndarray, share: float, threads: int, attr: str = "weights"):
-        self.owner, self.attr = owner, attr
-        self.rows = np.asarray(rows, dtype=np.int64)
-        self.share = np.float32(share)
-        self.threads = int(threads)
-        self._lock = threading.Lock()
-        self._place()
-
-    @property
-    def shared(self) -> np.ndarray:
-        return getattr(self.owner, self.attr)
-
-    def _place(self) -> None:
-        """Move the shared rows into the array that also holds every thread's copies."""
-        shared = self.shared
-        n, h = shared.shape[0], len(self.rows)
-        self.weights = np.empty((n + self.threads * h, shared.shape[1]), dtype=np.float32)
-        self.weights[:n] = shared
-        setattr(self.owner, self.attr, self.weights[:n])
-        self._free = list(range(self.threads))
-        self.maps = []
-        for t in range(self.threads):
-            remap = np.arange(n, dtype=np.int32)
-            remap[self.rows] = n + t * h + np.arange(h, dtype=np.int32)
-            self.maps.append(remap)
-        self._start = np.empty((self.threads, h, shared.shape[1]), dtype=np.float32)
-
-    def _copies(self, t: int) -> np.ndarray:
-        n, h = self.shared.shape[0], len(self.rows)
-        return self.weights[n + t * h:n + (t + 1) * h]
-
-    def begin(self) -> tuple:
-        """(token, the kernel's map) for the calling thread, its copies fresh from the shared
-        rows."""
-        with self._lock:
-            if self.shared.base is not self.weights:  # replaced (by a hook, between chunks)
-                self._place()
-            t = self._free.pop()
-            copies = self._copies(t)
-            np.take(self.shared, self.rows, axis=0, out=copies)
-        self._start[t] = copies
-        return t, self.maps[t]
-
-    def end(self, t: int) -> None:
-        """Merge thread token ``t``'s change since ``begin`` into the shared rows."""
-        change = np.subtract(self._copies(t), self._start[t], out=self._start[t])
-        if self.share != 1:
-            change *= self.share
-        with self._lock:
-            self.shared[self.rows] += change
-            self._free.append(t)
-
-
-def check_separate(*arrays) -> None:
-    """The training kernels are compiled on the promise that no two of their arrays overlap
-    (``kernels/compiler.py``: it lets LLVM keep rows in registers); a layer that breaks it
-    would train wrongly, silently. Raises ``ValueError`` instead."""
-    arrays = [a for a in arrays if isinstance(a, np.ndarray) and a.size]
-    for i, a in enumerate(arrays):
-        for b in arrays[i + 1:]:
-            if np.may_share_memory(a, b):
-                raise ValueError("the training kernel's arrays must not overlap (the input "
-                                 "vectors, the output weights and the layer's kernel_args() "
-                                 "share memory)")
-
-
-class CpuSession:
-    """Hogwild threads on the host arrays: the kernels release the GIL and update ``syn0`` and
-    the layer's weights in place, without locks (word2vec's and gensim's way)."""
-
-    HOT_ROWS = None      # output rows each thread keeps private (``HotRows``); None: the
-                         # layer's ``HOT_ROWS``, 0: none
-    HOT_SHARE = None     # factor of a thread's change to them when merged; None: the layer's
-                         # ``HOT_MERGE`` ("sum": 1, "average": 1 / workers)
-    HOT_INPUTS = 256     # input vectors each thread keeps private: the words written most as
-                         # contexts (with private output rows only; 0: none)
-    HOT_INPUT_SHARE = None  # factor of a thread's change to them; None: 1 / workers (averaged:
-                            # summed, WS353 fell from 0.594 to 0.524 on the full corpus)
-
-    def __init__(self, syn0: np.ndarray, layer, workers: int):
-        self.syn0 = syn0
-        self.host_syn0 = syn0  # the model's array; ``syn0`` may become a view of ``hot_in``'s
-        self.layer = layer
-        self.concurrency = int(workers)
-        self.hot: Optional[HotRows] = None
-        self.hot_in: Optional[HotRows] = None
-        self._plan: Optional[Plan] = None
-        self._mapped: Dict[int, tuple] = {}  # thread token: (map, layer args, its thread args)
-        self._same_rows = loop.NO_HOT
-
-    def _thread_args(self, token: int, remap: np.ndarray, larg: tuple) -> tuple:
-        """The layer's kernel arguments for the thread holding ``token`` (``thread_args``),
-        made again only when its map or the layer's arrays are new."""
-        seen = self._mapped.get(token)
-        if seen is None or seen[0] is not remap or len(seen[1]) != len(larg) or \
-                any(a is not b for a, b in zip(seen[1], larg)):
-            seen = self._mapped[token] = (remap, larg, self.layer.thread_args(remap))
-        return seen[2]
-
-    def _hot_rows(self, plan: Plan) -> Optional[HotRows]:
-        """Private hot rows for two or more threads, where the layer names them."""
-        n = (self.layer.hot_row_count(plan.total_words) if self.HOT_ROWS is None
-             else self.HOT_ROWS)
-        if self.concurrency < 2 or plan.counts is None or n <= 0:
-            return None
-        rows = self.layer.hot_rows(plan.counts, n)
-        if rows is None or len(rows) == 0:
-            return None
-        share = self.HOT_SHARE
-        if share is None:
-            share = 1.0 / self.concurrency if self.layer.HOT_MERGE == "average" else 1.0
-        return HotRows(self.layer, rows, share, self.concurrency)
-
-    def _hot_inputs(self, plan: Plan) -> Optional[HotRows]:
-        """Private input vectors of the ``HOT_INPUTS`` words written most as contexts: count
-        times the down-sampling keep probability (for kernels with private output rows)."""
-        if self.hot is None or self.HOT_INPUTS <= 0:
-            return None
-        written = np.asarray(plan.counts, np.float64) * (plan.keep_thr / 2.0 ** 32)
-        rows = np.argsort(-written, kind="stable")[:self.HOT_INPUTS]
-        share = 1.0 / self.concurrency if self.HOT_INPUT_SHARE is None else self.HOT_INPUT_SHARE
-        return HotRows(self, rows, share, self.concurrency, attr="syn0")
-
-    def _kernel(self, plan: Plan, score: bool):
-        dim, layer = self.syn0.shape[1], self.layer
-        if score:
-            return layer.score_kernel(plan.sg, dim, plan.cbow_mean)
-        return layer.train_kernel(plan.sg, dim, plan.cbow_mean, hot=self.hot is not None)
+    concurrency: int  # threads that may call train_chunk at once
 
     def warm_up(self, plan: Plan, score: bool = False) -> float:
-        """Compile (or load from Numba's disk cache) the kernel; seconds it took (0 when it was
-        ready in this process). The call trains on an empty chunk: the same types as a real
-        call, so the same compiled code, and no side effect on any weight or statistic."""
-        if not score:
-            self._plan = plan
-            self.hot = self._hot_rows(plan)
-            if self.hot_in is None:
-                self.hot_in = self._hot_inputs(plan)
-            # the input map of a kernel with private output rows only; never read without them
-            self._same_rows = (loop.NO_HOT if self.hot is None or self.hot_in is not None
-                               else np.arange(self.syn0.shape[0], dtype=np.int32))
-        fn = self._kernel(plan, score)
-        if fn.signatures:
-            return 0.0
-        started = time.perf_counter()
-        if score:
-            larg = self.layer.score_args(0)
-        elif self.hot is not None:  # a thread's arguments (its table is kept for its chunks)
-            larg = self._thread_args(0, self.hot.maps[0], self.layer.kernel_args())
-        else:
-            larg = self.layer.kernel_args()
-        fn(np.zeros(0, np.int32), np.zeros(0, np.int64), self.syn0, self.layer.weights,
-           larg, self.layer.stats_array(), plan.keep_thr, 1,
-           plan.reduce_window, 0.0, 0.0, 0, 1, np.uint64(1), loop.NO_HOT, loop.NO_HOT)
-        return time.perf_counter() - started
+        """Compile or load the kernels before the clock starts; the seconds it took."""
 
     def train_chunk(self, plan: Plan, chunk, words_before: int, seed: int):
-        fn = self._kernel(plan, score=False)
-        hot, hot_in = self.hot, self.hot_in
-        weights = self.layer.weights if hot is None else hot.weights
-        syn0 = self.syn0 if hot_in is None else hot_in.weights
-        larg, stats = self.layer.kernel_args(), self.layer.stats_array()
-        token, remap = hot.begin() if hot is not None else (None, loop.NO_HOT)
-        token_in, remap_in = hot_in.begin() if hot_in is not None else (None, self._same_rows)
-        try:
-            if hot is not None:
-                larg = self._thread_args(token, remap, larg)
-            check_separate(syn0, weights, stats, *larg)
-            return fn(chunk.ids, chunk.bounds, syn0, weights, larg, stats, plan.keep_thr,
-                      plan.window, plan.reduce_window, plan.alpha, plan.min_alpha, words_before,
-                      plan.total_words, np.uint64(seed), remap, remap_in)
-        finally:
-            if hot is not None:
-                hot.end(token)
-            if hot_in is not None:
-                hot_in.end(token_in)
+        """Train one chunk of ids; ``(summed nll, predictions, trained words)``."""
 
     def score_chunk(self, plan: Plan, chunk, part: int = 0):
-        """(summed nll, predictions); ``part=1``: only the cluster part (clustered layers)."""
-        fn = self._kernel(plan, score=True)
-        nll, pairs, _ = fn(chunk.ids, chunk.bounds, self.syn0, self.layer.weights,
-                           self.layer.score_args(part), np.zeros((1, 2)), plan.keep_thr,
-                           plan.window, False, 0.0, 0.0, 0, 1, np.uint64(0), loop.NO_HOT,
-                           loop.NO_HOT)
-        return nll, pairs
+        """Score one chunk (``part=1``: a clustered layer's cluster part only); ``(nll, n)``."""
 
     def to_host(self) -> None:
-        """The host arrays are the weights, but for private input vectors: then the model's
-        ``syn0`` gets a copy of the shared rows (the threads are idle: between chunks)."""
-        if self.syn0 is not self.host_syn0:
-            self.host_syn0[...] = self.syn0
+        """Bring the weights back into the model's host arrays."""
 
     def layer_changed(self) -> None:
-        """Kernels read ``layer.kernel_args()`` per chunk; the hottest rows may be others now (a
-        re-assigned tree): choose them again (the threads are idle: hooks run between chunks)."""
-        if self.hot is not None:
-            self.hot = self._hot_rows(self._plan)
+        """The layer's host arrays changed (a hook re-assigned its tree): take them again."""
 
     def close(self) -> None:
-        self.to_host()
+        """Release what the session holds."""
 
 
-class CpuDevice:
-    name = "cpu"
-    backends = ("numba",)
+class Device(Protocol):
+    """A registered device class: ``Device(backend=None, **options)`` or ``Device()``."""
 
-    def __init__(self, backend=None, **options):
-        if options:
-            raise OptionError(f"device option(s) {', '.join(sorted(options))} do not apply to "
-                              f"device 'cpu'")
+    name: str        # the registry key (set by ``register_device``)
+    kind: str        # whose kernels it runs ("cpu" or "cuda"): a layer's ``devices`` name kinds
+    backends: Tuple[str, ...]
 
-    def open(self, syn0: np.ndarray, layer, workers: int) -> CpuSession:
-        return CpuSession(syn0, layer, workers)
+    def open(self, syn0: np.ndarray, layer, workers: int) -> Session:
+        """A session over the model's input vectors and output layer."""
 
 
-DEVICES: Dict[str, Type] = {"cpu": CpuDevice}
+DEVICES: Dict[str, Type] = {}
 
 
-def _register_gpu() -> None:
-    from .gpu.device import CudaDevice  # imports neither numba.cuda nor cupy
-    DEVICES[CudaDevice.name] = CudaDevice
+def register_device(name: str):
+    """Class decorator: make a device available as ``--device name`` / ``Word2Vec(device=name)``
+    (a ``--plugin`` module may register one)."""
+    def register(cls):
+        if DEVICES.get(name, cls) is not cls:
+            raise ValueError(f"device name {name!r} is taken by {DEVICES[name]!r}")
+        cls.name = name
+        if not getattr(cls, "kind", None):
+            cls.kind = name
+        DEVICES[name] = cls
+        return cls
+    return register
 
 
-_register_gpu()
-
-
+register_device("cpu")(CpuDevice)
+register_device("cuda")(CudaDevice)  # imports neither numba.cuda nor cupy
 def backend_names() -> Tuple[str, ...]:
     """Every backend of every registered device (the CLI's ``--backend`` choices)."""
     return tuple(sorted({b for cls in DEVICES.values() for b in getattr(cls, "backends", ())}))
@@ -315,6 +111,8 @@ def scoring_device(name: str) -> str:
 
 
 def check_layer_device(layer, device) -> None:
-    if device.name not in layer.devices:
+    """A layer names the kinds of device whose kernels it has (``layer.devices``); a plugin's
+    device of kind "cpu" runs what the CPU runs."""
+    if getattr(device, "kind", device.name) not in layer.devices:
         raise DeviceError(f"{layer.describe()} cannot run on device {device.name!r} "
                           f"(it runs on: {', '.join(layer.devices)})")

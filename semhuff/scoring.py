@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .devices import Plan
+from .cpu_session import Plan
 from .encode import DEFAULT_CHUNK_WORDS, encode_chunks
 from .kernels import loop
 from .trainer import prefetch, run_chunks

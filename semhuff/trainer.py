@@ -27,7 +27,7 @@ from typing import Iterable, Iterator, List, Optional, Sequence
 
 import numpy as np
 
-from .devices import Plan
+from .cpu_session import Plan
 from .encode import DEFAULT_CHUNK_WORDS, EpochSource
 from .errors import CheckpointError, TrainingDiverged
 from .hooks import Hook, HookContext, HookSchedule

@@ -40,7 +40,7 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
-from ..devices import CpuSession, Plan
+from ..cpu_session import CpuSession, Plan
 from ..encode import EpochSource
 from ..errors import OptionError, TrainingDiverged
 from ..id_cache import cache_dir, check_space, estimate_bytes

@@ -25,6 +25,7 @@ from typing import Optional
 
 import numpy as np
 
+from ..cpu_session import CpuSession
 from ..errors import DeviceError, OptionError
 from .pairs import Pairs, PairSource
 from .programs import program_for
@@ -61,7 +62,7 @@ class CudaDevice:
     off only for experiments: large batches diverge without it); ``blocks`` the CUDA grid
     (0: 32 per multiprocessor)."""
 
-    name = "cuda"
+    name = kind = "cuda"
     backends = tuple(BACKENDS)
     score_on = "cpu"  # held-out scoring (exact float64) runs on the CPU, after to_host()
     DEFAULT_BATCH_PAIRS = 8192
@@ -206,13 +207,12 @@ class GpuSession:
     def _cpu_scorer(self):
         """Scoring runs on the CPU kernels (exact float64) over the host arrays."""
         if self._scorer is None:
-            from ..devices import CpuSession
             self.to_host()
             self._scorer = CpuSession(self.syn0, self.layer, self.concurrency)
         return self._scorer
 
-    def score_chunk(self, plan, chunk):
-        return self._cpu_scorer().score_chunk(plan, chunk)
+    def score_chunk(self, plan, chunk, part: int = 0):
+        return self._cpu_scorer().score_chunk(plan, chunk, part)
 
     def to_host(self) -> None:
         with self._lock:
