@@ -1,0 +1,20 @@
+"""Output layers for neural language models over the project's trees and clusters (PyTorch).
+
+Every layer has ``torch.nn.AdaptiveLogSoftmaxWithLoss``'s interface (``forward(input, target)``
+-> ``(output, loss)``, ``log_prob``, ``predict``) plus ``after_step(optimizer)`` and
+``describe()``; ``make_output_layer`` builds one by name (``OUTPUT_LAYERS``).
+
+PyTorch is optional for the rest of semhuff: ``import semhuff`` never needs it, and importing
+this package without it is a one-line ``ImportError``.
+"""
+try:
+    import torch  # noqa: F401
+except ImportError:  # pragma: no cover - depends on the environment
+    raise ImportError("semhuff.lm needs PyTorch: pip install 'semhuff[torch]'") from None
+
+from .base import LayerOutput, OutputLayer  # noqa: E402
+from .full import AdaptiveSoftmax, FullSoftmax  # noqa: E402
+from .output import OUTPUT_LAYERS, make_output_layer  # noqa: E402
+
+__all__ = ["AdaptiveSoftmax", "FullSoftmax", "LayerOutput", "OUTPUT_LAYERS", "OutputLayer",
+           "make_output_layer"]
