@@ -17,6 +17,7 @@ from semhuff import checkpoint
 from semhuff.distributed.rounds import COMBINES
 from semhuff.errors import OptionError
 from semhuff.io_utils import check_writable
+from semhuff.model import Word2Vec
 
 from .resume import APPLIED, KEPT, conflicting_options
 
@@ -97,7 +98,7 @@ def train_kwargs(args) -> dict:
 
 def resume_run(args, given: set, corpus, progress: bool):
     """The model of ``--resume``, trained to the end of its run."""
-    model, state = checkpoint.load(args.resume, progress)
+    model, state = checkpoint.load(args.resume, Word2Vec, progress)
     conflicts = conflicting_options(model, args, given, {**KEPT, **_SAME})
     epochs = state["call"]["epochs"]
     if "epochs" in given and args.epochs != epochs:

@@ -96,26 +96,25 @@ def read_state(path) -> dict:
     return state
 
 
-def load(path, progress: bool = True):
-    """(model, state) of a checkpoint file."""
-    from .model import Word2Vec
+def load(path, model_class, progress: bool = True):
+    """(model, state) of a checkpoint file; ``model_class``: ``Word2Vec`` (a checkpoint is a
+    model file), given so that this module needs nothing of the model's."""
     state = read_state(path)
-    return Word2Vec.load(path, progress=progress), state
+    return model_class.load(path, progress=progress), state
 
 
 _SAME = object()
 
 
-def resume(path, sentences=None, *, checkpoint=_SAME, checkpoint_every: Optional[float] = None,
-           model=None, state: Optional[dict] = None, progress: bool = True, **settings):
+def resume(path, sentences=None, *, model, state: dict, checkpoint=_SAME,
+           checkpoint_every: Optional[float] = None, **settings):
     """Continue the ``train()`` call of checkpoint ``path`` on ``sentences`` (default: the files
     it was training on) and return the model. Checkpoints go on being written to ``path``
     every as many minutes as before, unless ``checkpoint`` (a path, or None: no more) and
     ``checkpoint_every`` say otherwise. ``settings``: model attributes for this
     process (``workers``, ``tmp_dir``, ``cache_ids``, ``hooks``; more workers than one give up
-    the bit-identical continuation). A checkpoint marked complete is returned as it is."""
-    if model is None:
-        model, state = load(path, progress)
+    the bit-identical continuation). A checkpoint marked complete is returned as it is.
+    ``model``, ``state``: what ``load(path, ...)`` gave."""
     for name, value in settings.items():
         if not hasattr(model, name):
             raise OptionError(f"resume() takes no setting {name!r}")

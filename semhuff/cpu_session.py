@@ -12,6 +12,7 @@ import numpy as np
 
 from .errors import DeviceError, OptionError
 from .kernels import loop
+from .schedule import Schedule
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,10 @@ class Plan:
     total_words: int       # input words of the whole call, for the learning-rate decay
     cbow_mean: bool = True # CBOW: mean of the contexts (word2vec) or their sum (gensim cbow_mean=0)
     counts: Optional[np.ndarray] = None  # word counts: which output rows every thread writes
+
+    @property
+    def schedule(self) -> Schedule:
+        return Schedule(self.alpha, self.min_alpha, self.total_words)
 
 
 class HotRows:

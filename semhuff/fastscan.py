@@ -33,7 +33,7 @@ import numpy as np
 
 from .corpus import (BLOCK_BYTES, _MAX_TOKEN_CHARS, Corpus, _reject_binary, compression, is_url,
                      open_binary)
-from .encode import Chunk
+from .id_cache import Chunk
 
 logger = logging.getLogger(__name__)
 

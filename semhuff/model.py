@@ -9,7 +9,9 @@ from typing import List, Optional, Sequence, Union
 
 import numpy as np
 
+from . import checkpoint as checkpoint_file
 from .corpus import DEFAULT_MAX_SENTENCE_LENGTH, as_corpus, is_one_shot
+from .distributed import DaskRunner
 from .devices import check_device_options, check_layer_device, make_device, scoring_device
 from .errors import CorpusError, ModelFileError, OptionError, SemhuffError, TrainingDiverged
 from .hooks import Hook
@@ -18,7 +20,7 @@ from .layers import OutputLayer, check_layer_settings, layer_class, layer_from_s
 from .scoring import ScoreReport, score
 from .trainer import TrainReport, TrainSettings, train
 from .tree import Tree
-from .vectors_io import resolve_format, save_keyed_vectors, save_word2vec_binary, to_keyed_vectors
+from .vectors_io import pack_words, resolve_format, unpack_words, save_keyed_vectors, save_word2vec_binary, to_keyed_vectors
 from .vocab import Vocab
 
 logger = logging.getLogger(__name__)
@@ -126,6 +128,7 @@ class Word2Vec:
         self.hooks = list(hooks)
         self.tmp_dir = tmp_dir      # where the first epoch's id cache goes (None: TMPDIR);
         self.cache_ids = bool(cache_ids)  # both belong to this machine: not saved
+        self.dask_runner: Optional[DaskRunner] = None
         self.dask = dask  # train on a Dask cluster (semhuff.distributed): an address, local:N, ...
         self.vocab: Optional[Vocab] = None
         self.syn0: Optional[np.ndarray] = None
@@ -147,9 +150,8 @@ class Word2Vec:
     def build_vocab(self, sentences) -> Vocab:
         """Scan the corpus, then ``set_vocab``: the vocabulary, the output layer (its tree) and
         freshly initialised weights."""
-        if self.dask is not None:
-            from .distributed import vocab_for
-            return self.set_vocab(vocab_for(self, sentences))
+        if self.dask_runner is not None:
+            return self.set_vocab(self.dask_runner.build_vocab(self, sentences))
         corpus = as_corpus(sentences, self.max_sentence_length)
         bar = _scan_bar(self.progress)
         try:
@@ -228,11 +230,10 @@ class Word2Vec:
             retained, raw = max(1, int(words_per_epoch)), max(1, int(words_per_epoch * raw / retained))
         saver = None
         if checkpoint is not None:
-            from .checkpoint import Checkpointer
-            saver = Checkpointer(self, checkpoint, checkpoint_every, corpus, epochs, words_per_epoch)
-        if self.dask is not None:
-            from .distributed import train_model
-            report = train_model(self, corpus, epochs, words_per_epoch, saver, hooks, _resume)
+            saver = checkpoint_file.Checkpointer(self, checkpoint, checkpoint_every, corpus, epochs, words_per_epoch)
+        if self.dask_runner is not None:
+            report = self.dask_runner.train(self, corpus, epochs, words_per_epoch, saver, hooks,
+                                            _resume)
         else:
             session = self._session()
             try:
@@ -261,8 +262,9 @@ class Word2Vec:
     def resume(cls, checkpoint: str, sentences=None, **options) -> "Word2Vec":
         """Continue the killed ``train()`` call a checkpoint file holds (``semhuff.checkpoint.
         resume``: ``sentences`` defaults to the files it was training on)."""
-        from .checkpoint import resume
-        return resume(checkpoint, sentences, **options)
+        progress = options.pop("progress", True)
+        model, state = checkpoint_file.load(checkpoint, cls, progress)
+        return checkpoint_file.resume(checkpoint, sentences, model=model, state=state, **options)
 
     def score(self, sentences, workers: Optional[int] = None, clusters: bool = False) -> ScoreReport:
         """Mean negative log-likelihood per prediction and perplexity of held-out text (full
@@ -291,6 +293,19 @@ class Word2Vec:
         if self._wv is None:
             self._wv = to_keyed_vectors(self.vocab.words, self.vocab.counts, self.syn0)
         return self._wv
+
+    @property
+    def dask(self):
+        """Where training runs when not on this machine: a Dask scheduler's address, "local:N",
+        a ``distributed.Client`` or a ``DaskTraining`` (None: here). Setting it sets
+        ``dask_runner``, which holds that run's state."""
+        return self.dask_runner.spec if self.dask_runner is not None else None
+
+    @dask.setter
+    def dask(self, spec) -> None:
+        if self.dask_runner is not None:
+            self.dask_runner.close()
+        self.dask_runner = DaskRunner(spec) if spec is not None else None
 
     @property
     def tree(self) -> Optional[Tree]:
@@ -340,7 +355,7 @@ class Word2Vec:
                 "total_tokens": self.vocab.total_tokens,
                 "train_calls": self.train_calls, "annotations": self.annotations}
         arrays = {"syn0": self.syn0, "vocab_counts": self.vocab.counts,
-                  "vocab_words": _pack_words(self.vocab.words),
+                  "vocab_words": pack_words(self.vocab.words),
                   "meta": np.array(json.dumps(meta))}
         arrays.update({_LAYER_PREFIX + k: v for k, v in self.layer.arrays().items()})
         return arrays
@@ -359,7 +374,7 @@ class Word2Vec:
                 name, config = meta["layer"]["name"], meta["layer"]["config"]
                 layer_arrays = {k[len(_LAYER_PREFIX):]: v for k, v in arrays.items()
                                 if k.startswith(_LAYER_PREFIX)}
-            words = _unpack_words(arrays["vocab_words"])
+            words = unpack_words(arrays["vocab_words"])
             vocab = Vocab(words, arrays["vocab_counts"], meta["total_tokens"], params["min_count"])
         except (OSError, KeyError, ValueError, TypeError) as exc:
             raise ModelFileError(f"not a semhuff model file: {path} ({exc})") from None
@@ -421,15 +436,6 @@ def _jsonable(value) -> bool:
         return True
     except (TypeError, ValueError):
         return False
-
-
-def _pack_words(words: Sequence[str]) -> np.ndarray:
-    return np.frombuffer("\n".join(words).encode("utf-8"), dtype=np.uint8)
-
-
-def _unpack_words(blob: np.ndarray) -> List[str]:
-    text = blob.tobytes().decode("utf-8")
-    return text.split("\n") if text else []
 
 
 def _scan_bar(enabled: bool):

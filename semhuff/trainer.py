@@ -171,7 +171,7 @@ def chunk_digest(chunk, digest: int = 0) -> int:
     return zlib.crc32(chunk.bounds, zlib.crc32(chunk.ids, digest))
 
 
-class _Job:
+class Job:
     __slots__ = ("epoch", "number", "chunk", "words_before", "digest")
 
     def __init__(self, epoch, number, chunk, words_before, digest=0):
@@ -300,89 +300,70 @@ def train(session, keep_thr: np.ndarray, sentences, index, retained_tokens: int,
     """Train the session's weights in place over ``settings.epochs`` passes. ``checkpoint``:
     an object with ``due()`` and ``write(position)`` (``checkpoint.Checkpointer``); ``start``:
     the ``Position`` of a checkpoint to continue from."""
-    s = settings
-    total_words = max(1, s.epochs * retained_tokens)
-    plan = Plan(sg=s.sg, keep_thr=keep_thr, window=s.window, reduce_window=True, alpha=s.alpha,
-                min_alpha=s.min_alpha, total_words=total_words, cbow_mean=s.cbow_mean,
-                counts=np.asarray(counts))
-    layer = session.layer
-    schedule = HookSchedule(list(layer.hooks()) + list(hooks))
-    first_epoch = start.epoch if start is not None else 0
-    use_cache = s.cache_ids and s.epochs - first_epoch >= 2  # the cache is read at least once
-    if use_cache:
-        check_space(cache_dir(s.tmp_dir), estimate_bytes(retained_tokens, s.chunk_words))
-    source = EpochSource(sentences, index, s.chunk_words, use_cache=use_cache,
-                         cache_dir=s.tmp_dir)
-    report = TrainReport.from_dict(start.report) if start is not None else TrainReport()
-    report.compile_seconds += session.warm_up(plan)
-    if report.compile_seconds >= 0.05:
-        logger.info("training kernel ready in %.2f s (compiled once per machine, then loaded "
-                    "from numba's cache)", report.compile_seconds)
-    bar = _progress_bar(s.epochs * raw_tokens_per_epoch, s.progress)
-    bar.update(report.raw_words)
-    state = {"epoch": first_epoch, "done": start.words_done if start is not None else 0}
-    seconds_before = report.seconds
-    keep_prob = keep_thr.astype(np.float64) / 2.0 ** 32
+    run = TrainingRun(session, keep_thr, sentences, index, retained_tokens, settings, counts,
+                      hooks, checkpoint, start)
+    return run.execute(raw_tokens_per_epoch)
 
-    def context(recent=()) -> HookContext:
-        stats = report.epochs[-1] if report.epochs else EpochStats()
-        done = state["done"]
-        alpha = s.alpha - (s.alpha - s.min_alpha) * min(done / total_words, 1.0)
+
+class TrainingRun:
+    """One ``train()`` call on one machine: the reader's chunks go to the session's workers
+    (``run_chunks``), the results come back here (loss, progress, divergence check), hooks and
+    checkpoints run between chunks on quiescent weights."""
+
+    def __init__(self, session, keep_thr, sentences, index, retained_tokens: int,
+                 settings: TrainSettings, counts, hooks=(), checkpoint=None,
+                 start: Optional[Position] = None):
+        s = self.settings = settings
+        self.session = session
+        self.layer = session.layer
+        self.retained_tokens = retained_tokens
+        self.counts = np.asarray(counts)
+        self.plan = Plan(sg=s.sg, keep_thr=keep_thr, window=s.window, reduce_window=True,
+                         alpha=s.alpha, min_alpha=s.min_alpha,
+                         total_words=max(1, s.epochs * retained_tokens), cbow_mean=s.cbow_mean,
+                         counts=self.counts)
+        self.keep_prob = keep_thr.astype(np.float64) / 2.0 ** 32
+        self.hooks = HookSchedule(list(self.layer.hooks()) + list(hooks))
+        self.checkpoint = checkpoint
+        self.start = start
+        self.epoch = start.epoch if start is not None else 0
+        self.words_done = start.words_done if start is not None else 0
+        use_cache = s.cache_ids and s.epochs - self.epoch >= 2  # the cache is read at least once
+        if use_cache:
+            check_space(cache_dir(s.tmp_dir), estimate_bytes(retained_tokens, s.chunk_words))
+        self.source = EpochSource(sentences, index, s.chunk_words, use_cache=use_cache,
+                                  cache_dir=s.tmp_dir)
+        self.report = TrainReport.from_dict(start.report) if start is not None else TrainReport()
+        self.seconds_before = self.report.seconds
+        self.bar = None
+        self.started = self.epoch_started = 0.0
+
+    # -- hooks ------------------------------------------------------------------------------------
+    def context(self, recent=()) -> HookContext:
+        stats = self.report.epochs[-1] if self.report.epochs else EpochStats()
+        s, session = self.settings, self.session
         session.to_host()
-        return HookContext(epoch=state["epoch"], epochs=s.epochs, words_done=done,
-                           total_words=total_words, alpha=alpha, counts=counts, layer=layer,
-                           loss=stats.loss, predictions=stats.pairs, recent_chunks=list(recent),
-                           keep_prob=keep_prob, sg=s.sg, window=s.window, cbow_mean=s.cbow_mean,
+        return HookContext(epoch=self.epoch, epochs=s.epochs, words_done=self.words_done,
+                           total_words=self.plan.total_words,
+                           alpha=self.plan.schedule.at(self.words_done), counts=self.counts,
+                           layer=self.layer, loss=stats.loss, predictions=stats.pairs,
+                           recent_chunks=list(recent), keep_prob=self.keep_prob, sg=s.sg,
+                           window=s.window, cbow_mean=s.cbow_mean,
                            _vectors=lambda: session.syn0, _layer_changed=session.layer_changed)
 
-    def call_hooks(method, hooks_due=None, recent=()):
-        if not schedule.hooks:
+    def call_hooks(self, method: str, hooks_due=None, recent=()) -> None:
+        if not self.hooks.hooks:
             return
         started = time.perf_counter()
-        schedule.call(method, context(recent), hooks_due)
-        report.hook_seconds += time.perf_counter() - started
-        report.hook_calls += 1
+        self.hooks.call(method, self.context(recent), hooks_due)
+        self.report.hook_seconds += time.perf_counter() - started
+        self.report.hook_calls += 1
 
-    def handle(job, out):
-        loss, pairs, trained = out
-        if not math.isfinite(loss):
-            raise TrainingDiverged(
-                f"training diverged in epoch {job.epoch + 1}: the loss became {loss} "
-                f"(learning rate {s.alpha} too high?); nothing was written")
-        stats = report.epochs[job.epoch]
-        stats.loss += loss
-        stats.pairs += pairs
-        stats.trained_words += trained
-        stats.raw_words += job.chunk.raw_tokens
-        record_chunk(report.chunks, ChunkStats(job.epoch, job.number, job.chunk.raw_tokens, trained,
-                                               pairs, loss,
-                                               seconds_before + time.perf_counter() - started))
-        state["done"] += len(job.chunk.ids)
-        bar.update(job.chunk.raw_tokens)
-        bar.set_postfix_str(f"epoch {job.epoch + 1}/{s.epochs} loss {stats.loss_per_pair:.4f}",
-                            refresh=False)
-
-    def before_submit(job, drain):
-        due = schedule.due(job.words_before)
-        if due:
-            drain()
-            call_hooks("on_words", due, schedule.take_recent())
-        if checkpoint is not None and checkpoint.due():
-            drain()
-            session.to_host()
-            report.seconds = seconds_before + time.perf_counter() - started
-            checkpoint.write(Position(job.epoch, job.number, job.words_before, state["done"],
-                                      job.digest, time.perf_counter() - epoch_started[0],
-                                      report.to_dict()))
-        schedule.remember(job.chunk)
-
-    def run(job):
-        return session.train_chunk(plan, job.chunk, job.words_before,
-                                   mix_seed(s.seed, job.epoch, job.number))
-
-    def jobs(epoch, words_before, skip=None):
+    # -- chunks -----------------------------------------------------------------------------------
+    def jobs(self, epoch: int, words_before: int, skip: Optional[Position] = None):
         digest, number = 0, -1
-        for number, chunk in enumerate(prefetch(source.epoch(), 2 * session.concurrency)):
+        chunks = prefetch(self.source.epoch(), 2 * self.session.concurrency)
+        for number, chunk in enumerate(chunks):
             if skip is not None and number <= skip.chunk:
                 if number == skip.chunk:
                     _check_resumed(skip, digest, words_before)
@@ -390,8 +371,8 @@ def train(session, keep_thr: np.ndarray, sentences, index, retained_tokens: int,
                     digest = chunk_digest(chunk, digest)
                     words_before += len(chunk.ids)
                     continue
-            yield _Job(epoch, number, chunk, words_before, digest)
-            if checkpoint is not None:  # only a checkpoint's resume checks it
+            yield Job(epoch, number, chunk, words_before, digest)
+            if self.checkpoint is not None:  # only a checkpoint's resume checks it
                 digest = chunk_digest(chunk, digest)
             words_before += len(chunk.ids)
         if skip is not None and number < skip.chunk:
@@ -399,35 +380,85 @@ def train(session, keep_thr: np.ndarray, sentences, index, retained_tokens: int,
                                   f"{epoch + 1}; the checkpoint was taken at chunk {skip.chunk}: "
                                   f"this is not the corpus it was trained on")
 
-    started = time.perf_counter()
-    epoch_started = [started]
-    try:
-        call_hooks("on_train_begin")
-        if start is not None:
-            schedule.resume(start.words_before)
-        for epoch in range(first_epoch, s.epochs):
-            state["epoch"] = epoch
-            resumed = start is not None and epoch == start.epoch
-            if not resumed:
-                report.epochs.append(EpochStats())
-            call_hooks("on_epoch_begin")
-            epoch_started[0] = time.perf_counter() - (start.epoch_seconds if resumed else 0.0)
-            run_chunks(session, jobs(epoch, epoch * retained_tokens, start if resumed else None),
-                       run, handle, 2 * session.concurrency, before_submit)
-            stats = report.epochs[-1]
-            stats.seconds = time.perf_counter() - epoch_started[0]
-            logger.info("epoch %d: %d raw words, loss per prediction %.4f", epoch + 1,
-                        stats.raw_words, stats.loss_per_pair)
-            call_hooks("on_epoch_end")
-        session.to_host()
-        call_hooks("on_train_end")
-    finally:
-        report.seconds = seconds_before + time.perf_counter() - started
-        report.id_cache_bytes = max(report.id_cache_bytes, source.cache_bytes)
-        report.device_stats = dict(getattr(session, "stats", {}))
-        bar.close()
-        source.close()
-    return report
+    def before_submit(self, job: Job, drain) -> None:
+        due = self.hooks.due(job.words_before)
+        if due:
+            drain()
+            self.call_hooks("on_words", due, self.hooks.take_recent())
+        if self.checkpoint is not None and self.checkpoint.due():
+            drain()
+            self.session.to_host()
+            self.report.seconds = self.seconds_before + time.perf_counter() - self.started
+            self.checkpoint.write(Position(job.epoch, job.number, job.words_before,
+                                           self.words_done, job.digest,
+                                           time.perf_counter() - self.epoch_started,
+                                           self.report.to_dict()))
+        self.hooks.remember(job.chunk)
+
+    def run_job(self, job: Job):
+        return self.session.train_chunk(self.plan, job.chunk, job.words_before,
+                                        mix_seed(self.settings.seed, job.epoch, job.number))
+
+    def handle(self, job: Job, out) -> None:
+        loss, pairs, trained = out
+        s = self.settings
+        if not math.isfinite(loss):
+            raise TrainingDiverged(
+                f"training diverged in epoch {job.epoch + 1}: the loss became {loss} "
+                f"(learning rate {s.alpha} too high?); nothing was written")
+        stats = self.report.epochs[job.epoch]
+        stats.loss += loss
+        stats.pairs += pairs
+        stats.trained_words += trained
+        stats.raw_words += job.chunk.raw_tokens
+        record_chunk(self.report.chunks,
+                     ChunkStats(job.epoch, job.number, job.chunk.raw_tokens, trained, pairs, loss,
+                                self.seconds_before + time.perf_counter() - self.started))
+        self.words_done += len(job.chunk.ids)
+        self.bar.update(job.chunk.raw_tokens)
+        self.bar.set_postfix_str(f"epoch {job.epoch + 1}/{s.epochs} loss "
+                                 f"{stats.loss_per_pair:.4f}", refresh=False)
+
+    # -- the run ----------------------------------------------------------------------------------
+    def execute(self, raw_tokens_per_epoch: int) -> TrainReport:
+        s, session, report, start = self.settings, self.session, self.report, self.start
+        report.compile_seconds += session.warm_up(self.plan)
+        if report.compile_seconds >= 0.05:
+            logger.info("training kernel ready in %.2f s (compiled once per configuration, "
+                        "then loaded from numba's cache)", report.compile_seconds)
+        self.bar = _progress_bar(s.epochs * raw_tokens_per_epoch, s.progress)
+        self.bar.update(report.raw_words)
+        self.started = self.epoch_started = time.perf_counter()
+        try:
+            self.call_hooks("on_train_begin")
+            if start is not None:
+                self.hooks.resume(start.words_before)
+            for epoch in range(self.epoch, s.epochs):
+                self.epoch = epoch
+                resumed = start is not None and epoch == start.epoch
+                if not resumed:
+                    report.epochs.append(EpochStats())
+                self.call_hooks("on_epoch_begin")
+                self.epoch_started = (time.perf_counter()
+                                      - (start.epoch_seconds if resumed else 0.0))
+                run_chunks(session, self.jobs(epoch, epoch * self.retained_tokens,
+                                              start if resumed else None),
+                           self.run_job, self.handle, 2 * session.concurrency,
+                           self.before_submit)
+                stats = report.epochs[-1]
+                stats.seconds = time.perf_counter() - self.epoch_started
+                logger.info("epoch %d: %d raw words, loss per prediction %.4f", epoch + 1,
+                            stats.raw_words, stats.loss_per_pair)
+                self.call_hooks("on_epoch_end")
+            session.to_host()
+            self.call_hooks("on_train_end")
+        finally:
+            report.seconds = self.seconds_before + time.perf_counter() - self.started
+            report.id_cache_bytes = max(report.id_cache_bytes, self.source.cache_bytes)
+            report.device_stats = dict(getattr(session, "stats", {}))
+            self.bar.close()
+            self.source.close()
+        return report
 
 
 def _check_resumed(at: Position, digest: int, words_before: int) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-from typing import TYPE_CHECKING, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -187,12 +187,28 @@ def load_vectors(source, fmt: str = "auto") -> "KeyedVectors":
     return read_vectors(source, fmt)[0]
 
 
+def pack_words(words: Sequence[str]) -> np.ndarray:
+    """Words as one UTF-8 byte array, newline-separated (how model files keep them)."""
+    return np.frombuffer("\n".join(words).encode("utf-8"), dtype=np.uint8)
+
+
+def unpack_words(blob: np.ndarray) -> List[str]:
+    text = blob.tobytes().decode("utf-8")
+    return text.split("\n") if text else []
+
+
+def _model_file_vectors(path: str):
+    """The vectors of a semhuff model file (``Word2Vec.save``) as ``KeyedVectors``."""
+    with np.load(path, allow_pickle=False) as data:  # read_vectors says what is missing
+        words, counts, syn0 = unpack_words(data["vocab_words"]), data["vocab_counts"], data["syn0"]
+    return to_keyed_vectors(words, counts, syn0)
+
+
 def _read_format(path: str, fmt: str, report: LoadReport):
     from gensim.models import KeyedVectors
 
     if fmt == "npz":
-        from .model import Word2Vec  # not at the top: semhuff.model uses this module
-        return Word2Vec.load(path, progress=False).wv
+        return _model_file_vectors(path)
     if fmt == "kv":
         return KeyedVectors.load(path)  # a whole gensim model loads too; its .wv is taken
     if fmt == "binary":

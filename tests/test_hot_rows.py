@@ -49,7 +49,7 @@ def _train(model, chunks, plan, workers, hot_rows, hot_inputs=0):
 
 @pytest.mark.parametrize("loss, thread_table, sg, tree", [
     ("hs", True, True, None), ("hs", False, True, None), ("hs", True, False, None),
-    ("hs", False, False, None), ("hs", True, True, "self-organized"), ("ns", False, True, None)])
+    ("hs", False, False, None), ("hs-self-organized", True, True, None), ("ns", False, True, None)])
 def test_private_rows_do_the_same_arithmetic(loss, thread_table, sg, tree):
     """Trained from one thread, a session with private hot rows (each chunk's change merged
     whole before the next chunk) ends where the plain session does, up to the merges' rounding:
@@ -57,7 +57,7 @@ def test_private_rows_do_the_same_arithmetic(loss, thread_table, sg, tree):
     limit) mapping each centre's path in the kernel, a self-organized tree, NS."""
     model, chunks, plan = _model(loss, **({"tree": tree} if tree else {}))
     plan = Plan(**{**plan.__dict__, "sg": sg})
-    if loss == "hs" and not thread_table:
+    if loss.startswith("hs") and not thread_table:
         model.layer.THREAD_PATH_BYTES = 0
     assert model.layer.thread_table() == thread_table
     plain = _train(model, chunks, plan, 1, None)

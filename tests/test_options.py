@@ -110,6 +110,9 @@ PLUGIN = textwrap.dedent('''
         def config(self):
             return {"scale": self.scale}
 
+        def row_updates(self, trained, counts):
+            return trained  # a word's own row, once per prediction of it: Dask may combine
+
 
     @register_device("counting-cpu")
     class CountingCpu(CpuDevice):
@@ -150,6 +153,15 @@ def test_a_plugin_layer_its_option_and_its_device_from_the_command_line(tmp_path
     assert train(["lee", "-o", str(more), "--init-model", str(model), *plugin, "--scale", "2",
                   *common[4:]]) == 2
     assert "--scale 2.0 (the model keeps its output layer: 0.5)" in capsys.readouterr().err
+    # on Dask (two worker processes, which import the plugin by its name too)
+    pytest.importorskip("distributed", reason="the dask extra is not installed")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    on_dask = tmp_path / "dask.npz"
+    assert train(["lee", "-o", str(on_dask), *plugin, "--scale", "0.5", "--dask", "local:2",
+                  "--workers", "1", *common]) == 0, capsys.readouterr().err
+    dasked = Word2Vec.load(str(on_dask), progress=False)
+    assert isinstance(dasked.layer, mod.Logistic) and dasked.layer.scale == 0.5
+    assert np.isfinite(dasked.syn0).all() and not np.allclose(dasked.layer.weights, 0)
     # --layer-option reaches the same declaration, and checks it
     assert train(["lee", "-o", str(more), *plugin, "--layer-option", "scale=-1", *common]) == 2
     assert "scale must be > 0" in capsys.readouterr().err

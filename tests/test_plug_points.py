@@ -310,9 +310,9 @@ def test_format_1_model_files_still_load(tmp_path, lee_path):
     meta = {"format_version": 1, "params": {k: v for k, v in model.params().items()
                                             if k not in ("word_stats", "device", "layer_options")},
             "tree": "huffman", "total_tokens": model.vocab.total_tokens, "trained_epochs": 2}
-    from semhuff.model import _pack_words
+    from semhuff.vectors_io import pack_words
     np.savez(tmp_path / "old.npz", syn0=model.syn0, vocab_counts=model.vocab.counts,
-             vocab_words=_pack_words(model.vocab.words), meta=np.array(json.dumps(meta)),
+             vocab_words=pack_words(model.vocab.words), meta=np.array(json.dumps(meta)),
              output_weights=model.layer.weights, **model.tree.to_arrays())
     back = Word2Vec.load(tmp_path / "old.npz", progress=False)
     np.testing.assert_array_equal(back.layer.weights, model.layer.weights)

@@ -134,36 +134,54 @@ class Runtime:
             self.cluster.close()
 
 
-def vocab_for(model, sentences):
-    """``Word2Vec.build_vocab`` with ``dask=``: the cluster stays up for ``train``."""
-    return build_vocab(model, sentences, _runtime(model))
+class DaskRunner:
+    """How a ``Word2Vec`` with ``dask=`` builds its vocabulary and trains: the runner's own
+    state (the cluster connection, kept from ``build_vocab`` to ``train``; the shards the
+    map-reduce counted) lives here, not on the model. ``Word2Vec.dask_runner`` holds it."""
 
+    def __init__(self, spec):
+        self.spec = as_training(spec)
+        self.runtime: Optional[Runtime] = None
+        self.shards = None  # (files, shards, tokens per shard) of the last map-reduce
 
-def train_model(model, corpus, epochs: int, words_per_epoch, checkpoint, hooks,
-                start=None) -> TrainReport:
-    """``Word2Vec.train`` with ``dask=``; the cluster of ``local:N`` is stopped at the end."""
-    if hooks or model.hooks:
-        raise OptionError("hooks do not run on Dask (each worker trains its own copy)")
-    if start is not None and not isinstance(start, dict):
-        raise CheckpointError("the checkpoint was written by a run on one machine: resume it "
-                              "without Dask")
-    runtime = _runtime(model)
-    try:
-        return train(model, corpus, epochs, runtime, as_training(model.dask), words_per_epoch,
-                     checkpoint, start)
-    finally:
-        runtime.close()
-        model._dask_runtime = None
+    def _connect(self, model) -> Runtime:
+        if model.device != "cpu":  # the shards train with the CPU session
+            raise OptionError(f"training on Dask runs on the workers' CPUs: --device "
+                              f"{model.device} cannot be combined with --dask")
+        if self.runtime is None:
+            self.runtime = Runtime(self.spec)
+        return self.runtime
 
+    def build_vocab(self, model, sentences):
+        """The vocabulary by map-reduce; the cluster stays up for ``train``."""
+        runtime = self._connect(model)
+        files = _files(sentences)
+        shards = plan_splits(files, len(runtime.workers()))
+        vocab, shard_tokens = count_vocab(runtime.client, shards, model.min_count,
+                                          model.max_vocab_size, model.max_final_vocab,
+                                          model.max_sentence_length)
+        self.shards = (files, shards, shard_tokens)
+        return vocab
 
-def _runtime(model) -> Runtime:
-    if model.device != "cpu":  # the shards train with the CPU session
-        raise OptionError(f"training on Dask runs on the workers' CPUs: --device "
-                          f"{model.device} cannot be combined with --dask")
-    runtime = getattr(model, "_dask_runtime", None)
-    if runtime is None:
-        runtime = model._dask_runtime = Runtime(as_training(model.dask))
-    return runtime
+    def train(self, model, corpus, epochs: int, words_per_epoch, checkpoint, hooks,
+              start=None) -> TrainReport:
+        """``Word2Vec.train`` on the cluster; the cluster of ``local:N`` stops at the end."""
+        if hooks or model.hooks:
+            raise OptionError("hooks do not run on Dask (each worker trains its own copy)")
+        if start is not None and not isinstance(start, dict):
+            raise CheckpointError("the checkpoint was written by a run on one machine: resume "
+                                  "it without Dask")
+        runtime = self._connect(model)
+        try:
+            return train(model, corpus, epochs, runtime, self.spec, words_per_epoch,
+                         checkpoint, start, self.shards)
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        if self.runtime is not None:
+            self.runtime.close()
+            self.runtime = None
 
 
 def _files(sentences) -> List[str]:
@@ -177,32 +195,21 @@ def _files(sentences) -> List[str]:
                       "(on a file system every worker sees) or fsspec URLs, not sentences")
 
 
-def build_vocab(model, sentences, runtime: Runtime):
-    """The model's vocabulary by map-reduce; its layer and weights built here, on the client."""
-    files = _files(sentences)
-    shards = plan_splits(files, len(runtime.workers()))
-    vocab, shard_tokens = count_vocab(runtime.client, shards, model.min_count,
-                                      model.max_vocab_size, model.max_final_vocab,
-                                      model.max_sentence_length)
-    model._dask_shards = (files, shards, shard_tokens)
-    return vocab
-
-
 def train(model, sentences, epochs: int, runtime: Runtime, spec: DaskTraining,
           words_per_epoch: Optional[int] = None, checkpoint=None,
-          start: Optional[dict] = None) -> TrainReport:
+          start: Optional[dict] = None, counted=None) -> TrainReport:
     """Train ``model`` (vocabulary and layer ready) on the cluster; its weights are replaced by
     the combined ones. ``checkpoint`` (a ``Checkpointer``) is offered the position after every
-    round; ``start``: such a position, to continue from."""
-    check_layer(model.layer)
+    round; ``start``: such a position, to continue from; ``counted``: the map-reduce's
+    ``(files, shards, tokens per shard)`` (``DaskRunner.shards``)."""
+    check_layer(model.layer, model.vocab.counts)
     files = _files(sentences)
     workers = runtime.workers()
     if start is not None and len(start["shards"]) != len(workers):
         raise CheckpointError(f"the checkpoint was written by a run on {len(start['shards'])} "
                               f"Dask workers; this cluster has {len(workers)}: resume on as many")
-    cached = getattr(model, "_dask_shards", None)
-    if cached is not None and cached[0] == files and len(cached[1]) == len(workers):
-        _, shards, shard_tokens = cached
+    if counted is not None and counted[0] == files and len(counted[1]) == len(workers):
+        _, shards, shard_tokens = counted
     else:  # no map-reduce over these files: shard sizes from their bytes
         shards = plan_splits(files, len(workers))
         shard_tokens = None
@@ -332,5 +339,5 @@ def _shares(shards, shard_tokens) -> List[float]:
     return [s / max(sum(sizes), 1) for s in sizes]
 
 
-__all__ = ["DaskTraining", "DaskReport", "Runtime", "build_vocab", "train", "count_vocab",
+__all__ = ["DaskRunner", "DaskTraining", "DaskReport", "Runtime", "train", "count_vocab",
            "plan_splits", "is_url"]

@@ -45,9 +45,7 @@ from ..encode import EpochSource
 from ..errors import OptionError, TrainingDiverged
 from ..id_cache import cache_dir, check_space, estimate_bytes
 from ..kernels.common import mix_seed
-from ..layers.hs import HierarchicalSoftmax
-from ..layers.ns import NegativeSampling
-from ..trainer import _Job, prefetch, run_chunks
+from ..trainer import Job, prefetch, run_chunks
 from .splits import SplitCorpus
 
 logger = logging.getLogger(__name__)
@@ -55,12 +53,14 @@ logger = logging.getLogger(__name__)
 COMBINES = ("adaptive", "weighted", "mean", "sum")
 
 
-def check_layer(layer) -> None:
-    """Layers whose rows can be averaged: HS over a fixed tree, and NS."""
-    if type(layer) not in (HierarchicalSoftmax, NegativeSampling) or layer.word_stats is not None:
-        raise OptionError(f"training on Dask supports hierarchical softmax over a fixed tree "
-                          f"(huffman, semhuff, a tree file, ...) and negative sampling, not "
-                          f"{layer.describe()}")
+def check_layer(layer, counts) -> None:
+    """Layers whose rows can be combined: those that say how often each row is updated
+    (``OutputLayer.row_updates``), without per-word statistics."""
+    counts = np.asarray(counts, np.float64)
+    if layer.word_stats is not None or layer.row_updates(counts, counts) is None:
+        raise OptionError(f"training on Dask needs an output layer whose rows can be combined "
+                          f"across workers (hierarchical softmax over a fixed tree, negative "
+                          f"sampling, a layer defining row_updates), not {layer.describe()}")
 
 
 class ShardTrainer:
@@ -130,7 +130,7 @@ class ShardTrainer:
                 if item is None:
                     return
                 epoch, number, chunk = item
-                yield _Job(epoch, number, chunk, self.words_done)
+                yield Job(epoch, number, chunk, self.words_done)
                 self.words_done += len(chunk.ids)
                 taken[0] += len(chunk.ids)
             self._pending = self._next()  # so a shard that has ended says so in this round
@@ -155,9 +155,8 @@ class ShardTrainer:
                 "alpha": self._alpha((words_before + self.words_done) / 2)}
 
     def _alpha(self, words: float) -> float:
-        """The learning rate at ``words`` of this shard's training (linear decay)."""
-        p = self.plan
-        return p.alpha - (p.alpha - p.min_alpha) * min(words / p.total_words, 1.0)
+        """The learning rate at ``words`` of this shard's training."""
+        return self.plan.schedule.at(words)
 
     def close(self) -> None:
         self.source.close()
@@ -170,16 +169,7 @@ class RowWeights:
     def __init__(self, layer, keep_prob: np.ndarray, counts: np.ndarray):
         self.keep = np.asarray(keep_prob, np.float64)
         self.layer = layer
-        if isinstance(layer, HierarchicalSoftmax):
-            from scipy import sparse
-            t = layer.tree
-            words = np.repeat(np.arange(t.n_words), t.lengths)
-            nodes = np.concatenate([t.points[w, :n] for w, n in enumerate(t.lengths)])
-            self.paths = sparse.csr_matrix((np.ones(len(nodes)), (nodes, words)),
-                                           shape=(layer.weights.shape[0], t.n_words))
-        else:
-            noise = np.asarray(counts, np.float64) ** layer.exponent
-            self.noise = noise / noise.sum()
+        self.counts = counts
 
     def moved(self, model, weights, alphas):
         """Per worker, (input rows, output rows): the share of the way to its optimum each row
@@ -196,9 +186,7 @@ class RowWeights:
     def __call__(self, occurrences: np.ndarray):
         """(input row weights, output row weights)."""
         trained = occurrences * self.keep
-        if isinstance(self.layer, HierarchicalSoftmax):
-            return trained, self.paths @ trained
-        return trained, trained + self.layer.negative * self.noise * trained.sum()
+        return trained, self.layer.row_updates(trained, self.counts)
 
 
 def combine(start: np.ndarray, versions: List[np.ndarray], weights: Optional[List[np.ndarray]],

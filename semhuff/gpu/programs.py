@@ -3,20 +3,20 @@
 The built-in program, ``BinaryOutputs``, covers every layer whose prediction is a set of binary
 logistic outputs: hierarchical softmax over any tree (the target's path: padded ``points``,
 ``codes``, ``lengths`` from ``layer.kernel_args()``) and negative sampling (the target and its
-noise words: ``alias_thr``, ``alias_idx``, ``negative``). It asks the layer only for its
-``kernel_args()``, ``weights`` and ``body``; nothing here knows a layer class.
+noise words: ``alias_thr``, ``alias_idx``, ``negative``); those two layers return it from their
+``gpu_program``. It asks the layer only for its ``kernel_args()`` and ``weights``; nothing here
+knows a layer class.
 
-A layer that needs something else on the GPU (the planned two-level class softmax of
-self-organized trees: a softmax over ~sqrt(V) classes, then over the words of the class) brings
-its own program: ``OutputLayer.gpu_program(backend)`` returns an object with the interface of
-``GpuProgram`` below, and the session runs it instead. It gets the session (its backend, the
+A layer that needs something else on the GPU (the two-level class softmax: a softmax over
+~sqrt(V) classes, then over the words of the class) brings its own program:
+``OutputLayer.gpu_program(backend)`` returns an object with the interface of ``GpuProgram``
+below, and the session runs it. It gets the session (its backend, the
 device copies of ``syn0`` and the layer's weights, the options) and the batch of pairs on the
 device; it keeps its own device arrays (uploaded in ``upload``, brought back in ``to_host``).
 """
 from __future__ import annotations
 
 from ..errors import DeviceError
-from ..kernels import loop
 
 
 class GpuProgram:
@@ -68,14 +68,10 @@ class BinaryOutputs(GpuProgram):
                       bool(plan.cbow_mean or plan.sg), session.damping)
 
 
-_BUILTIN = {loop.HS: "hs", loop.NS: "ns"}
-
-
 def program_for(layer, backend_name: str) -> GpuProgram:
+    """The layer's program (``OutputLayer.gpu_program``): the layer says what it runs."""
     own = layer.gpu_program(backend_name)
     if own is not None:
         return own
-    if layer.body in _BUILTIN:
-        return BinaryOutputs(layer, _BUILTIN[layer.body])
     raise DeviceError(f"{layer.describe()} has no GPU program (define gpu_program() on the "
                       f"layer, or train with --device cpu)")

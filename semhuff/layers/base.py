@@ -88,10 +88,18 @@ class OutputLayer:
     def saturates(self) -> bool:
         """Whether the body applies the saturated gradient beyond the sigmoid's clip."""
         return False
+
     def gpu_program(self, backend: str):
-        """For ``devices`` that include "cuda": the layer's own GPU program (the interface of
-        ``semhuff.gpu.programs.GpuProgram``), or None for the built-in one of ``body`` (HS
-        and NS: binary logistic outputs through ``kernel_args()``)."""
+        """For ``devices`` that include "cuda": the layer's GPU program (the interface of
+        ``semhuff.gpu.programs.GpuProgram``; HS and NS return ``BinaryOutputs``)."""
+        return None
+
+    def row_updates(self, trained: np.ndarray, counts: np.ndarray) -> Optional[np.ndarray]:
+        """The expected number of updates of each output row when each target word was trained
+        ``trained[w]`` times (``counts``: the vocabulary's): how Dask weighs the workers' rows
+        when it combines them. None
+        (the default): the rows cannot be combined row by row (they move, e.g. a tree that
+        re-organizes), so the layer does not train on Dask."""
         return None
 
     HOT_ROWS = 0  # how many rows ``hot_rows`` names by default (measured per layer)

@@ -4,8 +4,10 @@ from __future__ import annotations
 from typing import Dict
 
 import numpy as np
+from scipy import sparse
 
 from ..errors import OptionError, TreeError
+from ..gpu.programs import BinaryOutputs
 from ..kernels import loop
 from ..options import Option
 from ..tree import Tree
@@ -77,6 +79,7 @@ class HierarchicalSoftmax(OutputLayer):
         self.tree = tree
         self.order = order
         self.clip = clip
+        self._paths = None  # (tree, its row x word path matrix) for row_updates
 
     @classmethod
     def declared_options(cls):
@@ -141,6 +144,19 @@ class HierarchicalSoftmax(OutputLayer):
 
     def score_kernel(self, sg, dim, cbow_mean=True):
         return loop.kernel(sg, dim, loop.HS_SCORE, cbow_mean=cbow_mean)
+
+    def gpu_program(self, backend):
+        return BinaryOutputs(self, "hs")
+
+    def row_updates(self, trained, counts):
+        """Each inner node is updated once per prediction of every word below it."""
+        if self._paths is None or self._paths[0] is not self.tree:
+            t = self.tree
+            words = np.repeat(np.arange(t.n_words), t.lengths)
+            nodes = t.points[np.arange(t.points.shape[1]) < t.lengths[:, None]]
+            self._paths = (t, sparse.csr_matrix((np.ones(len(nodes)), (nodes, words)),
+                                                shape=(self.n_rows(t.n_words), t.n_words)))
+        return self._paths[1] @ trained
 
     def config(self):
         return {"order": self.order, "clip": self.clip}

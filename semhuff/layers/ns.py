@@ -5,6 +5,7 @@ from typing import Dict
 
 import numpy as np
 
+from ..gpu.programs import BinaryOutputs
 from ..kernels import loop
 from ..kernels.ns import build_alias_table
 from ..options import Option, positive_int
@@ -50,6 +51,14 @@ class NegativeSampling(OutputLayer):
 
     def kernel_args(self):
         return (self.alias_thr, self.alias_idx, self.negative)
+
+    def gpu_program(self, backend):
+        return BinaryOutputs(self, "ns")
+
+    def row_updates(self, trained, counts):
+        """A target's row once per prediction, every row as a noise word by its share."""
+        noise = np.asarray(counts, np.float64) ** self.exponent
+        return trained + self.negative * noise / noise.sum() * trained.sum()
 
     def hot_rows(self, counts, n):
         """The ``n`` most frequent words: the most drawn noise words and the most predicted

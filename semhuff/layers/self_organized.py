@@ -183,6 +183,9 @@ class SelfOrganizedHS(ClusterDiagnostics, HierarchicalSoftmax):
         return (t.points, t.codes, t.lengths, o.q, o.lam, self.sample_thr, self.top_row,
                 self.top_child)
 
+    def row_updates(self, trained, counts):
+        return None  # its tree re-organizes: rows are not combined across Dask workers
+
     def score_args(self, part: int = 0):
         t = self.tree
         return (t.points, t.codes, self.cluster_depth if part else t.lengths)
