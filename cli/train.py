@@ -178,7 +178,8 @@ def layer_settings(args, given: set) -> dict:
     the chosen ``--loss`` declares; any other is an error naming its flag."""
     declared = layer_class(args.loss).declared_options()
     table = declared_layer_options()
-    flagged = {name: getattr(args, name) for name in table if name in given}
+    flagged = {name: getattr(args, name) for name, (option, _) in table.items()
+               if option.cli and name in given}
     unused = [table[name][0].cli_flag for name in flagged
               if name not in {o.name for o in declared}]
     if unused:

@@ -21,7 +21,8 @@ import os
 import sys
 import tempfile
 
-from semhuff.eval.bench_train import add_corpus_options, parse_bench_args, quality, write_prefix
+from semhuff.eval.bench_train import (add_corpus_options, layer_settings, parse_bench_args, quality,
+                                      write_prefix)
 from semhuff.model import default_workers
 
 TARGET_WORDS_PER_S = 10e6
@@ -37,7 +38,8 @@ def train(path, tokens, args, device: str) -> dict:
     if gpu and args.no_damping:
         options["damping"] = False
     model = Word2Vec(vector_size=args.dim, window=5, min_count=5, sample=1e-3, sg=1,
-                     loss=args.loss, negative=args.negative, alpha=0.025, min_alpha=0.0001,
+                     loss=args.loss, **layer_settings(args.loss, args), alpha=0.025,
+                     min_alpha=0.0001,
                      epochs=args.epochs, workers=args.threads, seed=args.seed, progress=False,
                      device=device, backend=args.backend if gpu else None,
                      device_options=options)

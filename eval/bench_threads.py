@@ -47,7 +47,8 @@ from semhuff.devices import CpuSession, Plan
 from semhuff.encode import EpochSource
 from semhuff.kernels.common import mix_seed
 
-from .bench_train import SETTINGS, add_corpus_options, parse_bench_args, quality, write_prefix
+from .bench_train import (SETTINGS, add_corpus_options, layer_settings, parse_bench_args, quality,
+                          write_prefix)
 
 WAYS = ("1 thread", "2 threads, shared", "2 threads, private hot rows", "2 threads, private",
         "2 threads, private output")
@@ -95,7 +96,8 @@ def _sessions(way, syn0, layer, plan, hot_rows, share, hot_inputs=None):
 
 def run(path, loss, hs_order, repeats, hot_rows, share, hot_inputs=None):
     model = Word2Vec(vector_size=100, window=5, min_count=5, sample=1e-3, sg=1, loss=loss,
-                     hs_order=hs_order, seed=1, workers=2, progress=False)
+                     **({"hs_order": hs_order} if loss == "hs" else {}), seed=1, workers=2,
+                     progress=False)
     model.build_vocab(Corpus(path))
     chunks = list(EpochSource(Corpus(path), model.vocab.index, use_cache=False).epoch())
     raw = sum(c.raw_tokens for c in chunks)
@@ -141,8 +143,9 @@ def run_quality(path, tokens, loss, args):
             CpuSession.HOT_ROWS, CpuSession.HOT_SHARE = rows, share
             runs = []
             for seed in args.seeds:
-                model = Word2Vec(vector_size=args.dim, sg=1, loss=loss, negative=args.negative,
-                                 hs_order=args.hs_order, epochs=args.epochs, workers=2, seed=seed,
+                model = Word2Vec(vector_size=args.dim, sg=1, loss=loss,
+                                 **layer_settings(loss, args), epochs=args.epochs, workers=2,
+                                 seed=seed,
                                  progress=False, **SETTINGS)
                 model.build_vocab(path)
                 report = model.train(path)

@@ -124,11 +124,17 @@ def run_gensim(path, tokens, loss, threads, seed, args) -> dict:
             "vocab": len(model.wv), **quality(model.wv)}
 
 
+def layer_settings(loss: str, args) -> dict:
+    """semhuff's output-layer settings of a cell: each layer takes only its own."""
+    if loss == "hs":
+        return {"hs_order": getattr(args, "hs_order", "mixed")}
+    return {"negative": args.negative}
+
+
 def run_semhuff(path, tokens, loss, threads, seed, args) -> dict:
     from semhuff import Word2Vec
-    model = Word2Vec(vector_size=args.dim, sg=1, loss=loss, negative=args.negative,
-                     hs_order=args.hs_order, epochs=args.epochs, workers=threads, seed=seed,
-                     progress=False, **SETTINGS)
+    model = Word2Vec(vector_size=args.dim, sg=1, loss=loss, **layer_settings(loss, args),
+                     epochs=args.epochs, workers=threads, seed=seed, progress=False, **SETTINGS)
     t0 = time.perf_counter()
     model.build_vocab(path)
     t1 = time.perf_counter()
@@ -184,8 +190,9 @@ def child_command(name, path, out, loss, threads, seed, args) -> list:
         params = dict(gensim_params(loss, threads, seed, args), epochs=args.epochs)
         return [sys.executable, "-c", GENSIM_CHILD, path, out, json.dumps(params)]
     flags = [f"--{key.replace('_', '-')}={value}" for key, value in SETTINGS.items()]
-    return [semhuff_train_command(), path, "-o", out, f"--epochs={args.epochs}", f"--workers={threads}",
-            f"--loss={loss}", f"--hs-order={args.hs_order}", f"--negative={args.negative}",
+    layer = [f"--{k.replace('_', '-')}={v}" for k, v in layer_settings(loss, args).items()]
+    return [args.semhuff_command or semhuff_train_command(), path, "-o", out,
+            f"--epochs={args.epochs}", f"--workers={threads}", f"--loss={loss}", *layer,
             f"--dim={args.dim}", f"--seed={seed}", *flags, "-q", "--no-progress"]
 
 
@@ -279,6 +286,9 @@ def main(argv=None) -> int:
                    help="--mode train: train every cell once per seed; quality is reported as mean and spread")
     p.add_argument("--repeats", type=int, default=3,
                    help=f"--mode whole: runs per system and cell, alternated (at least {MIN_REPEATS}; default 3)")
+    p.add_argument("--semhuff-command", metavar="PATH",
+                   help="--mode whole: run this semhuff-train instead of the installed one (an "
+                        "earlier version's, to measure a change in the same run)")
     p.add_argument("--timeout", type=float, default=3600,
                    help="--mode whole: seconds a child may run before the benchmark stops (default 3600)")
     p.add_argument("--keep-vectors", metavar="DIR",

@@ -202,9 +202,8 @@ class Experiment:
         log(f"training d{dim} s{seed} {method}, {self.args.epochs} epochs")
         model = Word2Vec(None, vector_size=dim, window=self.args.window, min_count=self.args.min_count,
                          sample=self.args.sample, sg=1, loss="ns" if method == "ns7" else "hs",
-                         negative=self.args.negative, tree=tree, epochs=self.args.epochs,
-                         workers=self.args.workers, seed=seed, progress=False,
-                         **({"hs_order": self.args.hs_order} if self.args.hs_order else {}))
+                         epochs=self.args.epochs, workers=self.args.workers, seed=seed,
+                         progress=False, **self.layer_settings(method, tree))
         model.set_vocab(self.vocab())  # the same vocabulary for every cell: no second scan
         report = model.train(self.corpus_path)
         tmp = vec.with_name(vec.stem + ".tmp.bin")
@@ -222,6 +221,12 @@ class Experiment:
         write_json(record, info)
         log(f"d{dim} s{seed} {method}: {report.seconds:.1f} s, {report.words_per_second:,.0f} words/s, "
             f"loss {info['loss_per_pair'][-1]:.4f}")
+
+    def layer_settings(self, method: str, tree) -> dict:
+        """The output layer's own settings: negative sampling's, or the tree's and HS order."""
+        if method == "ns7":
+            return {"negative": self.args.negative}
+        return {"tree": tree, **({"hs_order": self.args.hs_order} if self.args.hs_order else {})}
 
     def suite_config(self):
         from semhuff.evaluation import SuiteConfig
