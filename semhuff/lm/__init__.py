@@ -13,8 +13,11 @@ except ImportError:  # pragma: no cover - depends on the environment
     raise ImportError("semhuff.lm needs PyTorch: pip install 'semhuff[torch]'") from None
 
 from .base import LayerOutput, OutputLayer  # noqa: E402
+from .class_softmax import ClassSoftmax  # noqa: E402
 from .full import AdaptiveSoftmax, FullSoftmax  # noqa: E402
 from .output import OUTPUT_LAYERS, make_output_layer  # noqa: E402
+from .self_organizing import SelfOrganizingSoftmax  # noqa: E402
+from .tree_softmax import TreeSoftmax  # noqa: E402
 
-__all__ = ["AdaptiveSoftmax", "FullSoftmax", "LayerOutput", "OUTPUT_LAYERS", "OutputLayer",
-           "make_output_layer"]
+__all__ = ["AdaptiveSoftmax", "ClassSoftmax", "FullSoftmax", "LayerOutput", "OUTPUT_LAYERS",
+           "OutputLayer", "SelfOrganizingSoftmax", "TreeSoftmax", "make_output_layer"]

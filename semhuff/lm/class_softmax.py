@@ -1,0 +1,196 @@
+"""The two-level (class-based) softmax as a PyTorch output layer: Shen et al. eqs. 1-4, the
+class-based softmax of Mikolov et al. (2011):
+
+    P(w | h) = P(c(w) | h) P(w | c(w), h),
+
+a softmax over the C cluster vectors, then one over the word vectors of w's cluster.
+
+The paper's ReLU projections (eq. 1: h_c = ReLU(W_c h), h_w = ReLU(W_w h)) are an option,
+``projection``, off by default. Why: this layer is meant as a drop-in replacement for the full
+and the adaptive softmax, which have none, so that comparing output layers compares the
+factorisation and not an extra 2 D^2 weights and a non-linearity; and at D = 512 the two
+projections cost 4 D^2 = 1.05M flops a token, against ~2 sqrt(V) D = 0.23M for the two
+softmaxes at V = 50k: they would make the layer several times slower. ``projection=True``
+reproduces the paper's layer.
+
+The within-cluster softmax is computed cluster by cluster for the clusters present in the
+batch: all tokens of cluster c against the m_c word vectors of c in one matrix product
+(``InClusterLogProb``). Padding every token to the largest cluster and gathering its members'
+rows per token, the alternative, copies N x max m x D numbers (1.7 GB at V = 50k, D = 512,
+2,560 tokens and gamma sqrt(V) = 336 words a cluster; frequency binning's rare-word clusters
+hold thousands), against at most V x D when the rows are gathered once per cluster. The loop
+runs over clusters (~sqrt V), never over words or tokens.
+
+Cluster vectors belong to cluster ids and word vectors to words: a change of clusters
+(``set_clusters``, the self-organizing layer) moves no weight, only membership.
+"""
+from __future__ import annotations
+
+import math
+from typing import Optional, Tuple
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ..errors import OptionError
+from ..trees.clusters import cluster_members
+from .base import OutputLayer, check_sizes
+
+
+class ClassSoftmax(OutputLayer):
+    """Two-level softmax over the clusters ``cluster_of`` (word id -> cluster id in
+    0..n_clusters-1; ``n_clusters`` defaults to ``max + 1``). ``sparse``: the word vectors'
+    gradient is sparse (the rows of the clusters in the batch)."""
+
+    def __init__(self, in_features: int, cluster_of, n_clusters: Optional[int] = None,
+                 projection: bool = False, sparse: bool = False, device=None, dtype=None):
+        super().__init__()
+        cluster_of = np.asarray(cluster_of)
+        if cluster_of.ndim != 1 or cluster_of.size < 2:
+            raise OptionError("cluster_of must list the cluster of every word (2 words or more)")
+        self.in_features, self.n_classes = check_sizes(in_features, int(cluster_of.size))
+        C = int(cluster_of.max()) + 1 if n_clusters is None else n_clusters
+        if isinstance(C, bool) or not isinstance(C, (int, np.integer)) or not 1 <= C <= self.n_classes:
+            raise OptionError(f"n_clusters must be in 1..{self.n_classes}, got {n_clusters!r}")
+        self.n_clusters = int(C)
+        self.projection = bool(projection)
+        self.sparse = bool(sparse)
+        kw = dict(device=device, dtype=dtype)
+        self.cluster_weight = nn.Parameter(torch.empty(self.n_clusters, self.in_features, **kw))
+        self.word_weight = nn.Parameter(torch.empty(self.n_classes, self.in_features, **kw))
+        if self.projection:
+            self.cluster_projection = nn.Linear(self.in_features, self.in_features, **kw)
+            self.word_projection = nn.Linear(self.in_features, self.in_features, **kw)
+        self.reset_parameters()
+        self.register_buffer("cluster_of", torch.zeros(self.n_classes, dtype=torch.int64,
+                                                       device=device))
+        self.set_clusters(cluster_of)
+
+    def reset_parameters(self) -> None:
+        # as nn.Linear's default: uniform in +-1/sqrt(D)
+        bound = 1.0 / math.sqrt(self.in_features)
+        nn.init.uniform_(self.cluster_weight, -bound, bound)
+        nn.init.uniform_(self.word_weight, -bound, bound)
+
+    # -- the clusters -------------------------------------------------------------------------------
+    def set_clusters(self, cluster_of) -> None:
+        cluster_of = np.asarray(cluster_of, np.int64)
+        if cluster_of.shape != (self.n_classes,) or cluster_of.min() < 0 \
+                or cluster_of.max() >= self.n_clusters:
+            raise OptionError(f"cluster_of must give each of the {self.n_classes:,} words a "
+                              f"cluster in 0..{self.n_clusters - 1}")
+        self.cluster_of.copy_(torch.as_tensor(cluster_of))
+        self._derive()
+
+    def _derive(self) -> None:
+        cluster_of = self.cluster_of.cpu().numpy()
+        members, starts = cluster_members(cluster_of, self.n_clusters)
+        slot = np.empty(self.n_classes, np.int64)  # a word's place among its cluster's members
+        slot[members] = np.arange(self.n_classes) - starts[cluster_of[members]]
+        device = self.cluster_of.device
+        self.register_buffer("members", torch.as_tensor(members.astype(np.int64), device=device),
+                             persistent=False)
+        self.register_buffer("slot", torch.as_tensor(slot, device=device), persistent=False)
+        self.starts = starts.tolist()  # Python ints: the per-cluster loop slices with them
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+        if prefix + "cluster_of" in state_dict:
+            self._derive()
+
+    # -- probabilities ------------------------------------------------------------------------------
+    def _project(self, h) -> Tuple[torch.Tensor, torch.Tensor]:
+        if not self.projection:
+            return h, h
+        return F.relu(self.cluster_projection(h)), F.relu(self.word_projection(h))
+
+    def parts(self, h, target) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(log P(c | h) for every cluster (N, C), log P(c(w) | h) (N,), log P(w | c(w), h) (N,))."""
+        hc, hw = self._project(h)
+        clusters = torch.log_softmax(hc @ self.cluster_weight.t(), dim=1)
+        own = clusters.gather(1, self.cluster_of[target].unsqueeze(1)).squeeze(1)
+        within = InClusterLogProb.apply(hw, self.word_weight, target, self, self.sparse)
+        return clusters, own, within
+
+    def target_log_prob(self, h, target):
+        _, own, within = self.parts(h, target)
+        return own + within
+
+    def full_log_prob(self, h):
+        hc, hw = self._project(h)
+        clusters = torch.log_softmax(hc @ self.cluster_weight.t(), dim=1)
+        logits = hw @ self.word_weight.t()
+        return clusters[:, self.cluster_of] + segment_log_softmax(logits, self.cluster_of,
+                                                                  self.n_clusters)
+
+    def describe(self) -> str:
+        sizes = np.bincount(self.cluster_of.cpu().numpy(), minlength=self.n_clusters)
+        return (f"two-level class softmax over {self.n_classes:,} words in {self.n_clusters} "
+                f"clusters (size {sizes.min()}-{sizes.max()}"
+                f"{', ReLU projections' if self.projection else ''}; "
+                f"{'sparse' if self.sparse else 'dense'} word gradient, {self.in_features} inputs)")
+
+
+def segment_log_softmax(logits: torch.Tensor, segment: torch.Tensor, n_segments: int) -> torch.Tensor:
+    """log_softmax of each row of ``logits`` (N, V) within the column groups ``segment`` (V,)."""
+    index = segment.unsqueeze(0).expand_as(logits)
+    top = logits.new_full((logits.shape[0], n_segments), -math.inf)
+    top = top.scatter_reduce(1, index, logits, reduce="amax").detach()
+    top = torch.where(torch.isfinite(top), top, 0)  # empty clusters
+    shifted = logits - top.gather(1, index)
+    total = shifted.new_zeros(top.shape).scatter_add(1, index, shifted.exp())
+    return shifted - total.log().gather(1, index)
+
+
+class InClusterLogProb(torch.autograd.Function):
+    """log P(w | c(w), h) for each token: per cluster present in the batch, its tokens against
+    its words in one matrix product."""
+
+    @staticmethod
+    def forward(ctx, hw, word_weight, target, layer: ClassSoftmax, sparse: bool):
+        cluster = layer.cluster_of[target]
+        order = torch.argsort(cluster, stable=True)
+        present, counts = torch.unique_consecutive(cluster[order], return_counts=True)
+        groups = []
+        out = hw.new_empty(target.shape[0])
+        start = 0
+        for c, n in zip(present.tolist(), counts.tolist()):  # one sync, then clusters only
+            tokens = order[start:start + n]
+            start += n
+            words = layer.members[layer.starts[c]:layer.starts[c + 1]]
+            logp = torch.log_softmax(hw[tokens] @ word_weight[words].t(), dim=1)
+            at = layer.slot[target[tokens]]
+            out[tokens] = logp.gather(1, at.unsqueeze(1)).squeeze(1)
+            groups.append((tokens, words, at, logp.exp_()))
+        ctx.save_for_backward(hw, word_weight)
+        ctx.groups, ctx.sparse = groups, sparse
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        hw, word_weight = ctx.saved_tensors
+        grad_h = torch.zeros_like(hw) if ctx.needs_input_grad[0] else None
+        rows, values = [], []
+        for tokens, words, at, prob in ctx.groups:
+            g = grad[tokens].unsqueeze(1)
+            dlogits = -prob * g  # d log_softmax[at] / d logits = onehot(at) - softmax
+            dlogits.scatter_add_(1, at.unsqueeze(1), g)
+            if grad_h is not None:
+                grad_h[tokens] = dlogits @ word_weight[words]
+            if ctx.needs_input_grad[1]:
+                rows.append(words)
+                values.append(dlogits.t() @ hw[tokens])
+        grad_w = None
+        if ctx.needs_input_grad[1]:
+            rows = torch.cat(rows) if rows else word_weight.new_zeros(0, dtype=torch.int64)
+            values = torch.cat(values) if values else word_weight.new_zeros(0, hw.shape[1])
+            if ctx.sparse:  # each word is in one cluster: the rows are distinct
+                rows, order = torch.sort(rows)
+                grad_w = torch.sparse_coo_tensor(rows.unsqueeze(0), values[order],
+                                                 word_weight.shape, is_coalesced=True,
+                                                 check_invariants=False)
+            else:
+                grad_w = word_weight.new_zeros(word_weight.shape).index_copy_(0, rows, values)
+        return grad_h, grad_w, None, None, None

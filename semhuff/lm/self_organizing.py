@@ -1,0 +1,323 @@
+"""The self-organized hierarchical softmax of Shen et al. as a PyTorch output layer: the word
+clusters are re-learned while the language model trains.
+
+One implementation of the method serves the Numba trainer and this layer:
+``semhuff.layers.organizer.SelfOrganizer`` holds the clusters and runs Algorithm 1
+(``greedy_assign``) on the statistic q; ``semhuff.trees.clusters.cluster_tree`` is the binary
+form; ``semhuff.layers.self_organized.split_keys`` / ``remap_rows`` say which rows survive a
+re-assignment. What is here is the PyTorch side:
+
+* the statistic (eqs. 8-10), ``q(w, c) <- lam(w) q(w, c) + (1 - lam(w)) log2 P(c | h)`` for
+  every token w of a training batch with its context h, kept as a (V, C) tensor on the layer's
+  device and updated by scatter operations (no loop over words). Tokens of one batch are taken
+  in batch order: k occurrences of w give ``lam^k q + (1 - lam) sum_i lam^(k-1-i) x_i``,
+  exactly the sequential update. q is copied into the organizer's numpy array at each
+  re-assignment (a V x C copy every K batches costs less than a host round trip per batch);
+* ``lam``: the organizer's readings of eq. 10 (``smoothing``), with an LM's units: no
+  down-sampling, one sample per token (two-level form) or per sampled row (binary form),
+  and "interval" counted in batches;
+* the trigger: ``after_step(optimizer)`` counts optimizer steps and every ``reassign_every``
+  re-assigns, returns the diagnostics (cluster and in-cluster perplexity of the training
+  batches since the last re-assignment, share of words and of token mass that moved), and in
+  the binary form moves the weight's rows and the optimizer's state for them
+  (``optim_state``). ``freeze_after``: no re-assignment after that many steps (None: the
+  paper's, never frozen).
+
+Forms. ``"two-level"``: the paper's softmax over clusters, then over the words of the
+cluster (``ClassSoftmax``); a re-assignment moves no weight (cluster vectors belong to
+cluster ids, word vectors to words), only membership. ``"binary"``: the clusters as a binary
+tree (a Huffman tree over the clusters by token mass, one inside each cluster) trained as tree
+softmax (``TreeSoftmax``), at about Huffman's cost; P(c | h) for all clusters needs the
+C - 1 nodes of the tree's cluster part, evaluated on ``statistic_rows`` rows of each batch
+(all rows when None).
+"""
+from __future__ import annotations
+
+import logging
+import math
+import time
+from typing import Optional
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from ..errors import OptionError
+from ..layers.organizer import SelfOrganizer
+from ..layers.self_organized import remap_rows, split_keys
+from ..trees.clusters import cluster_tree
+from .base import OutputLayer, check_sizes
+from .class_softmax import ClassSoftmax
+from .optim_state import remap_optimizer_state
+from .paths import path_matrix, paths_log_prob
+from .tree_softmax import TreeSoftmax
+
+logger = logging.getLogger(__name__)
+
+FORMS = ("two-level", "binary")
+LOG2E = 1.0 / math.log(2.0)
+
+
+class SelfOrganizingSoftmax(OutputLayer):
+    """Self-organized two-level or binary softmax over words with frequency-sorted ``counts``
+    (id 0 the most frequent). ``n_clusters``: default round(sqrt V); ``reassign_every``:
+    optimizer steps between re-assignments (the paper's K = 1000 batches); ``gamma``,
+    ``freq_budget``: Algorithm 1's limits (at most gamma sqrt V words and a token share below
+    the budget a cluster); ``smoothing``, ``criterion``, ``margin``, ``cluster_init``: as
+    ``SelfOrganizer`` (docs/self_organized.md); ``projection``: the two-level form's ReLU
+    projections (eq. 1); ``statistic_rows``: binary form, rows of each batch whose full
+    cluster distribution feeds q; ``sparse``: sparse gradient of the word / node rows."""
+
+    def __init__(self, in_features: int, counts, n_clusters: Optional[int] = None,
+                 form: str = "two-level", reassign_every: int = 1000, gamma: float = 1.5,
+                 freq_budget: float = 0.1, smoothing: str = "epoch", criterion: str = "log-prob",
+                 margin: float = 0.0, cluster_init: str = "random",
+                 freeze_after: Optional[int] = None, projection: bool = False,
+                 statistic_rows: Optional[int] = 512, sparse: bool = False, seed: int = 1,
+                 device=None, dtype=None):
+        super().__init__()
+        counts = np.asarray(counts, np.int64)
+        if counts.ndim != 1 or np.any(counts[:-1] < counts[1:]) or np.any(counts < 0):
+            raise OptionError("counts must be the words' counts in descending order (a Vocab's)")
+        self.in_features, self.n_classes = check_sizes(in_features, int(counts.size))
+        if form not in FORMS:
+            raise OptionError(f"form must be one of {', '.join(FORMS)}, got {form!r}")
+        if form == "binary" and projection:
+            raise OptionError("projection applies to the two-level form only")
+        for name, value in (("freeze_after", freeze_after), ("statistic_rows", statistic_rows)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                      or value < 1):
+                raise OptionError(f"{name} must be an integer >= 1 or None, got {value!r}")
+        self.form = form
+        self.freeze_after = freeze_after
+        self.statistic_rows = statistic_rows
+        self.organizer = SelfOrganizer(
+            clusters=n_clusters, reassign_every=reassign_every, cluster_init=cluster_init,
+            smoothing=smoothing, criterion=criterion, margin=margin, reassign_until=1.0,
+            gamma=gamma, freq_budget=freq_budget, seed=seed)  # checks every setting
+        self.organizer.start(counts)
+        o = self.organizer
+        self.register_buffer("counts", torch.as_tensor(counts, device=device))
+        self.register_buffer("q", torch.as_tensor(o.q, device=device))
+        self.register_buffer("lam", torch.zeros(self.n_classes, device=device))
+        self.register_buffer("cluster_of", torch.as_tensor(o.cluster_of.astype(np.int64),
+                                                           device=device))
+        # the diagnostics' sums since the last re-assignment: cluster nll, in-cluster nll, tokens
+        self.register_buffer("sums", torch.zeros(3, dtype=torch.float64, device=device),
+                             persistent=False)
+        self.steps = self.tokens = self.reassignments = 0
+        self._lam_for = None  # (tokens a step) lam was set for
+        if form == "two-level":
+            self.body = ClassSoftmax(in_features, o.cluster_of, o.n_clusters, projection, sparse,
+                                     device=device, dtype=dtype)
+            self.register_buffer("cluster_depth", None)
+        else:
+            tree, depth = cluster_tree(o.cluster_of, counts, o.n_clusters, kind="self-organized")
+            self.body = TreeSoftmax(in_features, tree, sparse, device=device, dtype=dtype)
+            self.register_buffer("cluster_depth", torch.as_tensor(depth.astype(np.int64),
+                                                                  device=device))
+        self._cluster_paths = None
+
+    @property
+    def n_clusters(self) -> int:
+        return self.organizer.n_clusters
+
+    @property
+    def reassign_every(self) -> int:
+        return self.organizer.reassign_every
+
+    @property
+    def learning(self) -> bool:
+        """Gathering the statistic: in training mode, until the clusters are frozen."""
+        return self.training and (self.freeze_after is None or self.steps < self.freeze_after)
+
+    # -- forward ----------------------------------------------------------------------------------
+    def target_log_prob(self, h, target):
+        if self.form == "two-level":
+            clusters, own, within = self.body.parts(h, target)
+            output = own + within
+            if self.learning:
+                self._learn(target, clusters.detach() * LOG2E, None, own.detach(), output.detach())
+            return output
+        nodes, batch = self.body.path_log_probs(h, target)
+        output = nodes.sum(dim=1)
+        if self.learning:
+            in_cluster_part = torch.arange(nodes.shape[1], device=nodes.device) \
+                < self.cluster_depth[target].unsqueeze(1)
+            own = torch.where(in_cluster_part, nodes.detach(), 0).sum(dim=1)
+            rows = self._sample_rows(h.shape[0], h.device)
+            clusters, used = self.cluster_log_probs(h.detach()[rows])
+            self._learn(target[rows], clusters * LOG2E, used, own, output.detach())
+        return output
+
+    def full_log_prob(self, h):
+        return self.body.full_log_prob(h)
+
+    def cluster_log_probs(self, h: torch.Tensor):
+        """Binary form: (N, C) log P(c | h) for every cluster in the tree (0 for the others) and
+        the (C,) mask of those clusters, from the C_used - 1 nodes of the tree's cluster part."""
+        if self._cluster_paths is None or self._cluster_paths[0].dtype != h.dtype:
+            self._cluster_paths = self._cluster_matrix(h.device, h.dtype)
+        matrix, used = self._cluster_paths
+        return paths_log_prob(h, self.body.weight, matrix), used
+
+    def _cluster_matrix(self, device, dtype):
+        """``path_matrix`` of the paths from the root down to each cluster's subtree: those of
+        any of its words, cut at ``cluster_depth`` (``cluster_tree`` lays the cluster part out
+        as rows 0 .. C_used - 2, so they are the only rows used)."""
+        cluster_of = self.cluster_of.cpu().numpy()
+        used = np.bincount(cluster_of, minlength=self.n_clusters) > 0
+        first = np.full(self.n_clusters, -1)
+        first[cluster_of[::-1]] = np.arange(self.n_classes)[::-1]  # a member of each cluster
+        words = first[used]
+        tree = self.body.tree
+        matrix = path_matrix(tree.points[words], tree.codes[words],
+                             self.cluster_depth.cpu().numpy()[words], self.n_clusters,
+                             max(int(used.sum()) - 1, 0), out_row=np.flatnonzero(used),
+                             device=device, dtype=dtype)
+        return matrix, torch.as_tensor(used, device=device)
+
+    def _sample_rows(self, n: int, device) -> torch.Tensor:
+        if self.statistic_rows is None or self.statistic_rows >= n:
+            return torch.arange(n, device=device)
+        g = torch.Generator().manual_seed(self.organizer.seed * 1_000_003 + self.steps)
+        return torch.randperm(n, generator=g)[:self.statistic_rows].sort().values.to(device)
+
+    # -- the statistic ------------------------------------------------------------------------------
+    def _learn(self, words, log2_clusters, used, own, output) -> None:
+        """q <- lam q + (1 - lam) log2 P(c | h) for each (word, its context) in batch order;
+        sums for the diagnostics."""
+        n_tokens = output.shape[0]
+        self._set_lam(n_tokens)
+        self.sums += torch.stack([-own.sum(), -(output - own).sum(),
+                                  own.new_tensor(n_tokens)]).to(self.sums.dtype)
+        self.tokens += n_tokens
+        if words.numel() == 0:
+            return
+        order = torch.argsort(words, stable=True)
+        words = words[order]
+        x = log2_clusters[order].to(self.q.dtype)
+        unique, counts = torch.unique_consecutive(words, return_counts=True)
+        first = torch.cumsum(counts, 0) - counts
+        group = torch.repeat_interleave(torch.arange(unique.numel(), device=words.device), counts)
+        later = torch.repeat_interleave(counts, counts) - 1 - (
+            torch.arange(words.numel(), device=words.device) - first[group])  # occurrences after
+        lam = self.lam[words].to(self.q.dtype)
+        weight = (1 - lam) * lam.pow(later)
+        decay = self.lam[unique].to(self.q.dtype).pow(counts).unsqueeze(1)
+        if used is not None:  # clusters outside the tree get no sample: leave their q alone
+            decay = torch.where(used, decay, 1.0)
+            x = torch.where(used, x, 0.0)
+        self.q[unique] *= decay
+        self.q.index_add_(0, words, weight.unsqueeze(1) * x)
+
+    def _set_lam(self, tokens_per_step: int) -> None:
+        """lam per word (eq. 10, the organizer's reading ``smoothing``) for batches of this many
+        tokens; set on the first training batch (the unit of the intervals is only known then)."""
+        if self._lam_for == tokens_per_step:
+            return
+        counts = self.counts.cpu().numpy().astype(np.float64)
+        share = 1.0
+        if self.form == "binary" and self.statistic_rows is not None:
+            share = min(1.0, self.statistic_rows / tokens_per_step)
+        steps_per_epoch = counts.sum() / tokens_per_step  # "interval" counts in steps
+        self.organizer.set_smoothing(counts, np.ones_like(counts), share, steps_per_epoch)
+        self.lam.copy_(torch.as_tensor(self.organizer.lam))
+        self._lam_for = tokens_per_step
+
+    # -- re-assignment ------------------------------------------------------------------------------
+    def after_step(self, optimizer: Optional[torch.optim.Optimizer] = None) -> Optional[dict]:
+        """Count a training step; every ``reassign_every`` steps (until ``freeze_after``)
+        re-assign the clusters and return what happened, else None."""
+        if not self.training:
+            return None
+        self.steps += 1
+        frozen = self.freeze_after is not None and self.steps > self.freeze_after
+        return None if frozen or self.steps % self.reassign_every else self.reassign(optimizer)
+
+    def reassign(self, optimizer: Optional[torch.optim.Optimizer] = None) -> dict:
+        """Algorithm 1 on the current q now; returns the diagnostics (also kept in
+        ``organizer.history``)."""
+        started = time.perf_counter()
+        o = self.organizer
+        o.q[:] = self.q.detach().cpu().numpy().astype(np.float32)
+        counts = self.counts.cpu().numpy()
+        cluster_nll, in_cluster_nll, n = self.sums.tolist()
+        row = {"step": self.steps, "words_done": self.tokens}
+        if n:  # the training batches since the last re-assignment (eqs. 5-6)
+            row.update(cluster_ppl=math.exp(cluster_nll / n),
+                       in_cluster_ppl=math.exp(in_cluster_nll / n),
+                       ppl=math.exp((cluster_nll + in_cluster_nll) / n))
+        if self.form == "two-level":
+            row.update(o.reassign(counts))
+            self.body.set_clusters(o.cluster_of)
+        else:
+            row.update(self._reassign_binary(counts, optimizer))
+        self.cluster_of.copy_(torch.as_tensor(o.cluster_of.astype(np.int64)))
+        self.reassignments += 1
+        self.sums.zero_()
+        row["seconds"] = time.perf_counter() - started
+        o.record(row)
+        logger.info("step %d: re-assigned clusters, %.1f%% of the words (%.1f%% of the tokens) "
+                    "moved%s", self.steps, 100 * row["changed_share"], 100 * row["changed_mass"],
+                    f"; cluster perplexity {row['cluster_ppl']:.1f}, in-cluster "
+                    f"{row['in_cluster_ppl']:.1f}" if "cluster_ppl" in row else "")
+        return row
+
+    def _reassign_binary(self, counts, optimizer) -> dict:
+        """New clusters, their tree, and the rows that carry over (``remap_rows``: a node that
+        splits the same two sets as an old one keeps its row, negated if the sides swapped;
+        the others start at zero), the optimizer's state moved alike."""
+        o = self.organizer
+        keys = np.random.default_rng([o.seed, self.reassignments])
+        word_keys = keys.integers(1, 2 ** 63, size=self.n_classes, dtype=np.uint64)
+        cluster_keys = keys.integers(1, 2 ** 63, size=o.n_clusters, dtype=np.uint64)
+        old_keys = split_keys(self.body.tree, o.cluster_of, self.cluster_depth.cpu().numpy(),
+                              word_keys, cluster_keys)
+        info = o.reassign(counts)
+        tree, depth = cluster_tree(o.cluster_of, counts, o.n_clusters, kind="self-organized")
+        new_keys = split_keys(tree, o.cluster_of, depth, word_keys, cluster_keys)
+        # remap_rows on the row numbers (+1) tells where each new row comes from, and its sign
+        ids = np.arange(1, self.n_classes, dtype=np.float64)[:, None]
+        moved, kept = remap_rows(old_keys, new_keys, ids)
+        moved = torch.as_tensor(moved[:, 0], device=self.body.weight.device)
+        source = (moved.abs() - 1).long()
+        sign = torch.sign(moved)
+        weight = self.body.weight
+        with torch.no_grad():
+            weight.copy_(torch.where((source >= 0).unsqueeze(1), weight[source.clamp(min=0)], 0)
+                         * sign.to(weight.dtype).unsqueeze(1))
+        weight.grad = None
+        remap_optimizer_state(optimizer, weight, source, sign)
+        self.body.set_tree(tree)
+        self.cluster_depth.copy_(torch.as_tensor(depth.astype(np.int64)))
+        self._cluster_paths = None
+        info["rows_kept"] = kept / max(self.n_classes - 1, 1)
+        return info
+
+    # -- state --------------------------------------------------------------------------------------
+    def get_extra_state(self):
+        return {"steps": self.steps, "tokens": self.tokens, "reassignments": self.reassignments,
+                "history": self.organizer.history.copy()}
+
+    def set_extra_state(self, state):
+        self.steps, self.tokens = int(state["steps"]), int(state["tokens"])
+        self.reassignments = int(state["reassignments"])
+        self.organizer.history = np.asarray(state["history"], np.float64)
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+        o = self.organizer
+        o.cluster_of = self.cluster_of.cpu().numpy().astype(np.int32)
+        o.q = self.q.detach().cpu().numpy().astype(np.float32)
+        self._cluster_paths = None
+        self._lam_for = None
+        self.sums.zero_()
+
+    def describe(self) -> str:
+        frozen = f", frozen after {self.freeze_after:,} steps" if self.freeze_after else ""
+        o = self.organizer
+        return (f"self-organized {self.form} softmax: {self.n_classes:,} words in "
+                f"{o.n_clusters} clusters re-assigned every {o.reassign_every:,} steps{frozen} "
+                f"(gamma {o.gamma:g}, budget {o.freq_budget:g}, {o.smoothing} smoothing, "
+                f"{o.criterion}); {self.body.describe()}")
