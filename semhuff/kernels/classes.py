@@ -23,7 +23,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .common import LOG_SIGMOID_TABLE, MAX_EXP, log_sigmoid, table_index
+from . import hs
+from .common import LOG_SIGMOID_TABLE, MAX_EXP, lcg_next, lcg_u32, log_sigmoid, table_index
 
 LOG2E = 1.0 / np.log(2.0)
 
@@ -75,9 +76,11 @@ def _softmax_both(scores, probs, n):
 
 
 @numba.njit(inline="always", nogil=True)
-def predict(h, w, weights, larg, alpha, err, state, D):
+def predict(h, w, weights, larg, scratch, alpha, err, state, cfg):
     """One two-level prediction of ``w`` from ``h``: cluster softmax, in-cluster softmax, their
-    gradients (err = the input's error), and the q update. Returns (nll, state)."""
+    gradients (err = the input's error), and the q update (the loop's one signature, as every
+    body's). Returns (nll, state)."""
+    D = cfg[0]
     cluster_of, members, starts, q, lam = larg
     C = starts.shape[0] - 1
     c = cluster_of[w]
@@ -116,6 +119,37 @@ def predict(h, w, weights, larg, alpha, err, state, D):
             err[d] += g * weights[row, d]
             weights[row, d] += g * h[d]
     return nll, state
+
+
+@numba.njit(inline="always", nogil=True)
+def score_predict(h, w, weights, larg, scratch, alpha, err, state, cfg):
+    """Scoring (the loop's one signature): ``score``."""
+    return score(h, w, weights, larg, cfg[0]), state
+
+
+@numba.njit(inline="always", nogil=True)
+def score_centre(syn0, weights, larg, scratch, ctx, k, w, alpha, state, cfg):
+    """Scoring, skip-gram: the summed ``score`` of the ``k`` contexts."""
+    nll = 0.0
+    for j in range(k):
+        nll += score(syn0[ctx[j]], w, weights, larg, cfg[0])
+    return nll, state
+
+
+@numba.njit(inline="always", nogil=True)
+def centre(syn0, weights, larg, scratch, ctx, k, w, alpha, state, cfg):
+    """The skip-gram body (the loop's one signature): each of the ``k`` contexts predicts ``w``
+    (``predict``) and receives its error."""
+    D = cfg[0]
+    err = scratch[1]
+    loss = 0.0
+    for j in range(k):
+        r = ctx[j]
+        nll, state = predict(syn0[r], w, weights, larg, scratch, alpha, err, state, cfg)
+        loss += nll
+        for d in range(D):
+            syn0[r, d] += err[d]
+    return loss, state
 
 
 @numba.njit(inline="always", nogil=True)
@@ -173,3 +207,30 @@ def observe_tree(inputs, rows, k, w, syn1, q, lam, top_row, top_child, D):
                 else:
                     c = -child - 1
                     q[w, c] = keep * q[w, c] + (1.0 - keep) * lp * LOG2E
+
+
+# -- the binary form: HS over the clusters' tree, plus the sampled statistic -------------------
+
+@numba.njit(inline="always", nogil=True)
+def tree_centre(syn0, syn1, larg, scratch, ctx, k, w, alpha, state, cfg):
+    """The binary self-organized body, skip-gram (the loop's one signature): on a sample of the
+    centres (``sample_thr``) the full cluster distribution of each context for q
+    (``observe_tree``), then hierarchical softmax over the tree. ``larg = (points, codes,
+    lengths, q, lam, sample_thr, top_row, top_child[, the thread's table])``."""
+    q, lam, sample_thr, top_row, top_child = larg[3], larg[4], larg[5], larg[6], larg[7]
+    state = lcg_next(state)
+    if lcg_u32(state) < sample_thr[w]:
+        observe_tree(syn0, ctx, k, w, syn1, q, lam, top_row, top_child, cfg[0])
+    return hs.centre(syn0, syn1, larg, scratch, ctx, k, w, alpha, state, cfg)
+
+
+@numba.njit(inline="always", nogil=True)
+def tree_predict(h, w, syn1, larg, scratch, alpha, err, state, cfg):
+    """The binary self-organized body from one input vector (CBOW): as ``tree_centre``."""
+    q, lam, sample_thr, top_row, top_child = larg[3], larg[4], larg[5], larg[6], larg[7]
+    state = lcg_next(state)
+    if lcg_u32(state) < sample_thr[w]:
+        one = scratch[7]
+        observe_tree(h.reshape((1, cfg[0])), one, 1, w, syn1, q, lam, top_row, top_child, cfg[0])
+    return hs.predict(h, w, syn1, larg, scratch, alpha, err, state, cfg)
+

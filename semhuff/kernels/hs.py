@@ -81,15 +81,50 @@ def walk_path(h, rows, bits, first, depth, syn1, alpha, err, saturate, D):
 
 
 @numba.njit(inline="always", nogil=True)
-def predict(h, w, syn1, paths, alpha, err, rowbuf, saturate, hot, MAP, D):
-    """One prediction (the CBOW body): ``err`` is set to the input's error. Returns the nll
-    (HS draws no random numbers). ``paths`` as ``sg_centre``'s."""
-    own, points, codes, lengths = paths
+def _paths(larg, scratch, cfg):
+    """(the path rows' table, points, codes, lengths): the table is the thread's own table of
+    mapped paths (``cfg`` OWN, ``scratch``'s last entry) or the tree's points."""
+    own = scratch[8] if cfg[4] else larg[0]
+    return own, larg[0], larg[1], larg[2]
+
+
+@numba.njit(inline="always", nogil=True)
+def centre(syn0, syn1, larg, scratch, ctx, k, w, alpha, state, cfg):
+    """The skip-gram body (the loop's one signature, ``loop.py``): ``larg = (points, codes,
+    lengths, ...)``; see ``sg_centre``. Returns (nll, state): HS draws no random numbers."""
+    D, top, saturate, MAP = cfg[0], cfg[1], cfg[2], cfg[3]
+    neu, prow, err, g, rowbuf, hot = scratch[0], scratch[1], scratch[2], scratch[3], \
+        scratch[4], scratch[6]
+    return sg_centre(syn0, syn1, _paths(larg, scratch, cfg), ctx, k, w, alpha, neu, prow, err, g,
+                     rowbuf, top, saturate, hot, MAP, D), state
+
+
+@numba.njit(inline="always", nogil=True)
+def predict(h, w, syn1, larg, scratch, alpha, err, state, cfg):
+    """One prediction from the input vector ``h`` (the CBOW body; the loop's one signature):
+    ``err`` is set to the input's error. Returns (nll, state)."""
+    D, saturate, MAP = cfg[0], cfg[2], cfg[3]
+    own, points, codes, lengths = _paths(larg, scratch, cfg)
     for d in range(D):
         err[d] = 0.0
     depth = lengths[w]
-    rows = path_rows(own, points, w, depth, rowbuf, hot, MAP)
-    return walk_path(h, rows, codes[w], 0, depth, syn1, alpha, err, saturate, D)
+    rows = path_rows(own, points, w, depth, scratch[4], scratch[6], MAP)
+    return walk_path(h, rows, codes[w], 0, depth, syn1, alpha, err, saturate, D), state
+
+
+@numba.njit(inline="always", nogil=True)
+def score_centre(syn0, syn1, larg, scratch, ctx, k, w, alpha, state, cfg):
+    """Scoring, skip-gram: the summed exact -log P(w | context) of the ``k`` contexts."""
+    nll = 0.0
+    for j in range(k):
+        nll += score_path(syn0[ctx[j]], w, syn1, larg, cfg[0])
+    return nll, state
+
+
+@numba.njit(inline="always", nogil=True)
+def score_predict(h, w, syn1, larg, scratch, alpha, err, state, cfg):
+    """Scoring, CBOW: the exact -log P(w | h)."""
+    return score_path(h, w, syn1, larg, cfg[0]), state
 
 
 @numba.njit(inline="always", nogil=True)

@@ -5,18 +5,28 @@ learning rate decays linearly over all words (word2vec), each sentence is down-s
 kept position gets its context window (reduced while training, full while scoring), and then
 the *body* of the output layer does the work for that centre:
 
-* ``HS``        hierarchical softmax, training (``hs.sg_centre`` / ``hs.predict``);
-* ``NS``        negative sampling, training (``ns.predict``);
-* ``HS_SCORE``  hierarchical softmax, exact float64 log-likelihood, no update (``model.score``);
+* ``HS``        hierarchical softmax, training (``hs.centre`` / ``hs.predict``);
+* ``NS``        negative sampling, training (``ns.centre`` / ``ns.predict``);
+* ``HS_SCORE``  hierarchical softmax, exact float64 log-likelihood, no update (``model.score``;
+                ``hs.score_centre`` / ``hs.score_predict``);
 * ``CLASS``     two-level class softmax, training, with the self-organizing statistic
-                (``classes.predict``); ``CLASS_SCORE`` its exact scoring (``classes.score``);
+                (``classes.centre`` / ``classes.predict``); ``CLASS_SCORE`` its exact scoring;
 * ``SO_HS``     hierarchical softmax over a tree built from clusters, training, and on a sample
                 of the centres the full cluster distribution for the statistic
-                (``classes.observe_tree``, the binary self-organized form);
+                (``classes.tree_centre`` / ``classes.tree_predict``, the binary form);
 * ``PAIRS``     emit the (input, target, learning rate) pairs instead of training: the same
                 windows, down-sampling and random stream, for a batcher (e.g. the GPU path);
 * ``CUSTOM``    a user's per-prediction body ``body(h, w, weights, larg, alpha, err, state) ->
                 (nll, state)``, for output layers defined outside the package.
+
+Every body has the same two entry points with one signature each:
+``centre(syn0, weights, larg, scratch, ctx, k, w, alpha, state, cfg) -> (nll, state)`` (skip-gram:
+the ``k`` contexts ``ctx[:k]`` predict ``w``, updating the weights and the context vectors) and
+``predict(h, w, weights, larg, scratch, alpha, err, state, cfg) -> (nll, state)`` (one input
+vector, CBOW: ``err`` gets the input's error). ``larg`` is the layer's own tuple of arrays (only
+the body reads it), ``scratch`` the loop's work arrays ``(neu, work, err, g, rowbuf, noise, hot,
+one, own)`` and ``cfg`` the compile-time settings ``(D, TOP, SAT, MAP, OWN, HOT)``, constants the
+compiler folds once the body is inlined. So the loop knows no layer's arrays.
 
 The architecture and the body are compile-time constants captured by the factory, so Numba
 prunes the other branches and each (architecture, body) pair compiles to the same straight loop nest a
@@ -67,7 +77,6 @@ from .common import (add_to_contexts, alpha_at, context_mean, context_window, lc
 HS, NS, HS_SCORE, PAIRS, CUSTOM, CLASS, CLASS_SCORE, SO_HS = 0, 1, 2, 3, 4, 5, 6, 7
 BODIES = {"hs": HS, "ns": NS, "hs_score": HS_SCORE, "pairs": PAIRS, "custom": CUSTOM,
           "class": CLASS, "class_score": CLASS_SCORE, "so_hs": SO_HS}
-UPDATES = (HS, NS, CUSTOM, CLASS, SO_HS)  # bodies that train
 
 
 def _sources_digest() -> int:
@@ -146,16 +155,16 @@ def kernel(sg: bool, dim: int, body: int, batch_levels: int = 0, stats: bool = F
         noise = np.empty(0, np.uint64)  # NS: the noise rows of a centre's predictions
         if OUT == NS:
             noise = np.empty(2 * window * larg[2], np.uint64)
-        if OUT == HS or OUT == SO_HS:
-            # (the path rows' table, the paths, codes, lengths): with private hot rows the
-            # layer's ``thread_args`` appends the thread's table of mapped paths
-            if OWN:
-                paths = (larg[-1], larg[0], larg[1], larg[2])
-            else:
-                paths = (larg[0], larg[0], larg[1], larg[2])
         rowbuf = np.empty(0, np.int32)  # HS mapping a path per centre: its rows
         if MAP:
             rowbuf = np.empty(larg[0].shape[1], np.int32)
+        own = np.empty((0, 0), np.int32)  # the thread's table of mapped paths (``thread_args``: last)
+        if OWN:
+            own = larg[-1]
+        # what every body gets besides the layer's arrays: the loop's scratch, and the
+        # compile-time settings (constants: folded once the body is inlined)
+        scratch = (neu, work, err, g, rowbuf, noise, hot, one, own)
+        cfg = (D, TOP, SAT, MAP, OWN, HOT)
         loss = 0.0
         pairs = 0
         trained = 0
@@ -177,50 +186,14 @@ def kernel(sg: bool, dim: int, body: int, batch_levels: int = 0, stats: bool = F
                         # (mapping once a sentence instead measured no faster)
                         k += 1
                 centre_loss = 0.0
-                if SG:
-                    if OUT == HS:
-                        centre_loss = hs.sg_centre(syn0, weights, paths, ctx, k, w, alpha, neu,
-                                                   work, err, g, rowbuf, TOP, SAT, hot, MAP, D)
-                    elif OUT == SO_HS:
-                        q, lam, sample_thr, top_row, top_child = larg[3:8]
-                        state = lcg_next(state)
-                        if lcg_u32(state) < sample_thr[w]:
-                            classes.observe_tree(syn0, ctx, k, w, weights, q, lam, top_row,
-                                                 top_child, D)
-                        centre_loss = hs.sg_centre(syn0, weights, paths, ctx, k, w, alpha, neu,
-                                                   work, err, g, rowbuf, TOP, SAT, hot, MAP, D)
-                    elif OUT == HS_SCORE:
-                        for j in range(k):
-                            centre_loss += hs.score_path(syn0[ctx[j]], w, weights, larg, D)
-                    elif OUT == CLASS_SCORE:
-                        for j in range(k):
-                            centre_loss += classes.score(syn0[ctx[j]], w, weights, larg, D)
-                    elif OUT == PAIRS:
+                if OUT == PAIRS:  # not a body: the pairs a batcher trains, from the same stream
+                    if SG:
                         inputs, targets, rates = larg
                         for j in range(k):
                             inputs[pairs + j] = ctx[j]
                             targets[pairs + j] = w
                             rates[pairs + j] = alpha
-                    else:
-                        if OUT == NS:
-                            state = ns.draw(larg, k * larg[2], noise, weights, state, hot, HOT)
-                        for j in range(k):
-                            r = ctx[j]
-                            if OUT == NS:
-                                nll = ns.predict(syn0[r], w, weights, larg, noise, j * larg[2],
-                                                 alpha, work, hot, HOT, D)
-                            elif OUT == CLASS:
-                                nll, state = classes.predict(syn0[r], w, weights, larg, alpha,
-                                                             work, state, D)
-                            else:
-                                nll, state = custom(syn0[r], w, weights, larg, alpha, work, state)
-                            centre_loss += nll
-                            for d in range(D):
-                                syn0[r, d] += work[d]
-                else:
-                    if k == 0:
-                        continue
-                    if OUT == PAIRS:
+                    elif k > 0:
                         contexts, starts, targets, rates = larg
                         starts[pairs] = n_contexts
                         for j in range(k):
@@ -229,35 +202,64 @@ def kernel(sg: bool, dim: int, body: int, batch_levels: int = 0, stats: bool = F
                         starts[pairs + 1] = n_contexts
                         targets[pairs] = w
                         rates[pairs] = alpha
+                        k = 1
+                elif SG:
+                    # every body: body.centre(syn0, weights, larg, scratch, ctx, k, w, alpha,
+                    # state, cfg) -> (nll, state), the k contexts ctx[:k] predicting w
+                    if OUT == HS:
+                        centre_loss, state = hs.centre(syn0, weights, larg, scratch, ctx, k, w,
+                                                       alpha, state, cfg)
+                    elif OUT == SO_HS:
+                        centre_loss, state = classes.tree_centre(syn0, weights, larg, scratch, ctx,
+                                                                 k, w, alpha, state, cfg)
+                    elif OUT == NS:
+                        centre_loss, state = ns.centre(syn0, weights, larg, scratch, ctx, k, w,
+                                                       alpha, state, cfg)
+                    elif OUT == CLASS:
+                        centre_loss, state = classes.centre(syn0, weights, larg, scratch, ctx, k,
+                                                            w, alpha, state, cfg)
+                    elif OUT == HS_SCORE:
+                        centre_loss, state = hs.score_centre(syn0, weights, larg, scratch, ctx, k,
+                                                             w, alpha, state, cfg)
+                    elif OUT == CLASS_SCORE:
+                        centre_loss, state = classes.score_centre(syn0, weights, larg, scratch,
+                                                                  ctx, k, w, alpha, state, cfg)
+                    else:  # a plugin's per-prediction body, context by context
+                        for j in range(k):
+                            r = ctx[j]
+                            nll, state = custom(syn0[r], w, weights, larg, alpha, work, state)
+                            centre_loss += nll
+                            for d in range(D):
+                                syn0[r, d] += work[d]
+                else:
+                    if k == 0:
+                        continue
+                    # every body: body.predict(h, w, weights, larg, scratch, alpha, err, state,
+                    # cfg) -> (nll, state), the context mean (or sum) predicting w
+                    context_mean(syn0, ctx, k, hidden, MEAN, D)
+                    if OUT == HS:
+                        centre_loss, state = hs.predict(hidden, w, weights, larg, scratch, alpha,
+                                                        work, state, cfg)
+                    elif OUT == SO_HS:
+                        centre_loss, state = classes.tree_predict(hidden, w, weights, larg,
+                                                                  scratch, alpha, work, state, cfg)
+                    elif OUT == NS:
+                        centre_loss, state = ns.predict(hidden, w, weights, larg, scratch, alpha,
+                                                        work, state, cfg)
+                    elif OUT == CLASS:
+                        centre_loss, state = classes.predict(hidden, w, weights, larg, scratch,
+                                                             alpha, work, state, cfg)
+                    elif OUT == HS_SCORE:
+                        centre_loss, state = hs.score_predict(hidden, w, weights, larg, scratch,
+                                                              alpha, work, state, cfg)
+                    elif OUT == CLASS_SCORE:
+                        centre_loss, state = classes.score_predict(hidden, w, weights, larg,
+                                                                   scratch, alpha, work, state,
+                                                                   cfg)
                     else:
-                        context_mean(syn0, ctx, k, hidden, MEAN, D)
-                        if OUT == HS_SCORE:
-                            centre_loss = hs.score_path(hidden, w, weights, larg, D)
-                        elif OUT == CLASS_SCORE:
-                            centre_loss = classes.score(hidden, w, weights, larg, D)
-                        else:
-                            if OUT == HS:
-                                centre_loss = hs.predict(hidden, w, weights, paths, alpha, work,
-                                                         rowbuf, SAT, hot, MAP, D)
-                            elif OUT == SO_HS:
-                                q, lam, sample_thr, top_row, top_child = larg[3:8]
-                                state = lcg_next(state)
-                                if lcg_u32(state) < sample_thr[w]:
-                                    classes.observe_tree(hidden.reshape((1, D)), one, 1, w,
-                                                         weights, q, lam, top_row, top_child, D)
-                                centre_loss = hs.predict(hidden, w, weights, paths, alpha, work,
-                                                         rowbuf, SAT, hot, MAP, D)
-                            elif OUT == CLASS:
-                                centre_loss, state = classes.predict(hidden, w, weights, larg,
-                                                                     alpha, work, state, D)
-                            elif OUT == NS:
-                                state = ns.draw(larg, larg[2], noise, weights, state, hot, HOT)
-                                centre_loss = ns.predict(hidden, w, weights, larg, noise, 0,
-                                                         alpha, work, hot, HOT, D)
-                            else:
-                                centre_loss, state = custom(hidden, w, weights, larg, alpha,
-                                                            work, state)
-                            add_to_contexts(syn0, ctx, k, work, MEAN, D)
+                        centre_loss, state = custom(hidden, w, weights, larg, alpha, work, state)
+                    if OUT != HS_SCORE and OUT != CLASS_SCORE:
+                        add_to_contexts(syn0, ctx, k, work, MEAN, D)
                     k = 1  # one prediction per centre
                 pairs += k
                 loss += centre_loss

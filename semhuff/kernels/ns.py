@@ -101,7 +101,7 @@ def draw(larg, n, noise, syn1neg, state, hot, HOT):
 
 
 @numba.njit(inline="always", nogil=True)
-def predict(h, w, syn1neg, larg, noise, first, alpha, err, hot, HOT, D):
+def predict_drawn(h, w, syn1neg, larg, noise, first, alpha, err, hot, HOT, D):
     """One negative-sampling prediction of word ``w`` from the input vector ``h``: the true word
     and the ``negative`` noise words whose rows are ``noise[first:first + negative]`` (from
     ``draw``; one equal to ``w`` is skipped, as in word2vec: the map is one-to-one, so comparing
@@ -131,3 +131,33 @@ def predict(h, w, syn1neg, larg, noise, first, alpha, err, hot, HOT, D):
         for d in range(D):
             syn1neg[target, d] += gg * h[d]
     return loss
+
+
+@numba.njit(inline="always", nogil=True)
+def centre(syn0, syn1neg, larg, scratch, ctx, k, w, alpha, state, cfg):
+    """The skip-gram body (the loop's one signature, ``loop.py``): the centre's noise words are
+    drawn first (``draw``: their rows prefetched), then each of the ``k`` contexts predicts
+    ``w`` against its own ``negative`` of them and receives its error. Returns (nll, state)."""
+    D, HOT = cfg[0], cfg[5]
+    err, noise, hot = scratch[1], scratch[5], scratch[6]
+    negative = larg[2]
+    state = draw(larg, k * negative, noise, syn1neg, state, hot, HOT)
+    loss = 0.0
+    for j in range(k):
+        r = ctx[j]
+        loss += predict_drawn(syn0[r], w, syn1neg, larg, noise, j * negative, alpha, err, hot,
+                              HOT, D)
+        for d in range(D):
+            syn0[r, d] += err[d]
+    return loss, state
+
+
+@numba.njit(inline="always", nogil=True)
+def predict(h, w, syn1neg, larg, scratch, alpha, err, state, cfg):
+    """One prediction from the input vector ``h`` (the CBOW body; the loop's one signature):
+    draws its noise words, sets ``err`` to the input's error. Returns (nll, state)."""
+    D, HOT = cfg[0], cfg[5]
+    noise, hot = scratch[5], scratch[6]
+    state = draw(larg, larg[2], noise, syn1neg, state, hot, HOT)
+    return predict_drawn(h, w, syn1neg, larg, noise, 0, alpha, err, hot, HOT, D), state
+
