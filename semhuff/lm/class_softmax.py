@@ -146,51 +146,60 @@ def segment_log_softmax(logits: torch.Tensor, segment: torch.Tensor, n_segments:
 
 class InClusterLogProb(torch.autograd.Function):
     """log P(w | c(w), h) for each token: per cluster present in the batch, its tokens against
-    its words in one matrix product."""
+    its words in one matrix product. Everything the loop touches is laid out once per batch in
+    cluster order (the tokens' inputs, the present clusters' word rows), so that inside the loop
+    a cluster's part is a slice, not a gather."""
 
     @staticmethod
     def forward(ctx, hw, word_weight, target, layer: ClassSoftmax, sparse: bool):
         cluster = layer.cluster_of[target]
         order = torch.argsort(cluster, stable=True)
-        present, counts = torch.unique_consecutive(cluster[order], return_counts=True)
-        groups = []
-        out = hw.new_empty(target.shape[0])
-        start = 0
-        for c, n in zip(present.tolist(), counts.tolist()):  # one sync, then clusters only
-            tokens = order[start:start + n]
-            start += n
-            words = layer.members[layer.starts[c]:layer.starts[c + 1]]
-            logp = torch.log_softmax(hw[tokens] @ word_weight[words].t(), dim=1)
-            at = layer.slot[target[tokens]]
-            out[tokens] = logp.gather(1, at.unsqueeze(1)).squeeze(1)
-            groups.append((tokens, words, at, logp.exp_()))
-        ctx.save_for_backward(hw, word_weight)
-        ctx.groups, ctx.sparse = groups, sparse
+        present, n_tokens = torch.unique_consecutive(cluster[order], return_counts=True)
+        present, n_tokens = present.tolist(), n_tokens.tolist()  # the batch's one sync
+        starts = layer.starts
+        words = torch.cat([layer.members[starts[c]:starts[c + 1]] for c in present])
+        rows = word_weight[words]  # the present clusters' words, cluster after cluster
+        h_sorted = hw[order]
+        at = layer.slot[target[order]]
+        out_sorted = hw.new_empty(target.shape[0])
+        probs = []
+        t0 = r0 = 0
+        for c, n in zip(present, n_tokens):
+            m = starts[c + 1] - starts[c]
+            logp = torch.log_softmax(h_sorted[t0:t0 + n] @ rows[r0:r0 + m].t(), dim=1)
+            out_sorted[t0:t0 + n] = logp.gather(1, at[t0:t0 + n].unsqueeze(1)).squeeze(1)
+            probs.append(logp.exp_())
+            t0, r0 = t0 + n, r0 + m
+        ctx.save_for_backward(h_sorted, rows, words, order, at)
+        ctx.shape, ctx.sparse, ctx.probs = word_weight.shape, sparse, probs
+        out = torch.empty_like(out_sorted)
+        out[order] = out_sorted
         return out
 
     @staticmethod
     def backward(ctx, grad):
-        hw, word_weight = ctx.saved_tensors
-        grad_h = torch.zeros_like(hw) if ctx.needs_input_grad[0] else None
-        rows, values = [], []
-        for tokens, words, at, prob in ctx.groups:
-            g = grad[tokens].unsqueeze(1)
-            dlogits = -prob * g  # d log_softmax[at] / d logits = onehot(at) - softmax
-            dlogits.scatter_add_(1, at.unsqueeze(1), g)
-            if grad_h is not None:
-                grad_h[tokens] = dlogits @ word_weight[words]
-            if ctx.needs_input_grad[1]:
-                rows.append(words)
-                values.append(dlogits.t() @ hw[tokens])
+        h_sorted, rows, words, order, at = ctx.saved_tensors
+        grad_sorted = grad[order]
+        grad_h_sorted = torch.empty_like(h_sorted)
+        grad_rows = torch.empty_like(rows) if ctx.needs_input_grad[1] else None
+        t0 = r0 = 0
+        for prob in ctx.probs:
+            n, m = prob.shape
+            g = grad_sorted[t0:t0 + n].unsqueeze(1)
+            dlogits = prob * -g  # d log_softmax[at] / d logits = onehot(at) - softmax
+            dlogits.scatter_add_(1, at[t0:t0 + n].unsqueeze(1), g)
+            torch.mm(dlogits, rows[r0:r0 + m], out=grad_h_sorted[t0:t0 + n])
+            if grad_rows is not None:
+                torch.mm(dlogits.t(), h_sorted[t0:t0 + n], out=grad_rows[r0:r0 + m])
+            t0, r0 = t0 + n, r0 + m
+        grad_h = torch.empty_like(grad_h_sorted)
+        grad_h[order] = grad_h_sorted
         grad_w = None
-        if ctx.needs_input_grad[1]:
-            rows = torch.cat(rows) if rows else word_weight.new_zeros(0, dtype=torch.int64)
-            values = torch.cat(values) if values else word_weight.new_zeros(0, hw.shape[1])
-            if ctx.sparse:  # each word is in one cluster: the rows are distinct
-                rows, order = torch.sort(rows)
-                grad_w = torch.sparse_coo_tensor(rows.unsqueeze(0), values[order],
-                                                 word_weight.shape, is_coalesced=True,
-                                                 check_invariants=False)
+        if grad_rows is not None:  # each word is in one cluster: the rows are distinct
+            if ctx.sparse:
+                words, by_word = torch.sort(words)
+                grad_w = torch.sparse_coo_tensor(words.unsqueeze(0), grad_rows[by_word], ctx.shape,
+                                                 is_coalesced=True, check_invariants=False)
             else:
-                grad_w = word_weight.new_zeros(word_weight.shape).index_copy_(0, rows, values)
+                grad_w = grad_rows.new_zeros(ctx.shape).index_copy_(0, words, grad_rows)
         return grad_h, grad_w, None, None, None

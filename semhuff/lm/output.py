@@ -12,9 +12,9 @@ LAYER_OPTIONS = {
     "full": ("bias",),
     "adaptive": ("div_value", "head_bias"),
     "tree": ("sparse",),  # + the tree builder's own options (make_tree checks them)
-    "class": ("projection",),
+    "class": ("projection", "sparse"),
     "self-organized": ("reassign_every", "gamma", "freq_budget", "smoothing", "criterion",
-                       "margin", "cluster_init", "freeze_after", "projection"),
+                       "margin", "cluster_init", "freeze_after", "projection", "sparse"),
     "self-organized-binary": ("reassign_every", "gamma", "freq_budget", "smoothing",
                               "criterion", "margin", "cluster_init", "freeze_after",
                               "statistic_rows", "sparse"),

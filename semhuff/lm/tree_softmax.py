@@ -100,5 +100,5 @@ class TreeSoftmax(OutputLayer):
     def describe(self) -> str:
         mean = float(self.tree.lengths.mean())
         return (f"tree softmax over a {self.tree.kind} tree of {self.n_classes:,} words (depth "
-                f"mean {mean:.1f}, max {self.tree.max_depth}; {'sparse' if self.sparse else 'dense'}"
+                f"{mean:.1f} averaged over words, max {self.tree.max_depth}; {'sparse' if self.sparse else 'dense'}"
                 f" weight gradient, {self.in_features} inputs)")

@@ -1,0 +1,148 @@
+"""Speed of the language-model output layers (``semhuff.lm``) side by side, the layer alone.
+
+    python -m semhuff.eval.bench_lm_layers [--vocab-size 50000] [--hidden 512] [--batch 128]
+        [--bptt 20] [--threads 2] [--repeats 7] [--corpus PATH] [--device cpu]
+
+Every layer gets the same batch: ``batch x bptt`` hidden vectors (random, requiring a gradient
+as an LSTM's output would) and targets drawn from the vocabulary's unigram distribution (a
+Zipf count vector over ``--vocab-size`` words, or the vocabulary of ``--corpus`` cut to that
+size), so tree paths have their real lengths. Timed, per layer, median over ``--repeats``
+after two warm-up rounds, the layers taken in turn within each round (the machine's load
+then weighs on all alike):
+
+* forward + backward of the output layer alone;
+* the same plus an Adagrad step (sparse gradients where the layer gives them: Adagrad then
+  updates only the touched rows; dense otherwise, touching all V x D).
+
+Layers: full softmax; torch's AdaptiveLogSoftmaxWithLoss (cutoffs ``default_cutoffs``: 4% and
+20% of V, div_value 4); tree softmax over the Huffman tree (sparse and dense gradient); the
+class softmax over frequency-binned clusters; the self-organized softmax, two-level and binary
+(the statistic included; a re-assignment, every 1,000 steps, timed apart and shown amortised).
+Prints ms and tokens/s and the ratios to the full and the adaptive softmax (the issue's
+targets: tree softmax forward + backward >= 20x the full softmax and >= 2x the adaptive one).
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+
+import numpy as np
+
+ARMS = (  # (label, factory name, options)
+    ("full softmax", "full", {}),
+    ("adaptive softmax", "adaptive", {}),
+    ("tree (Huffman), sparse grad", "tree", {"sparse": True}),
+    ("tree (Huffman), dense grad", "tree", {"sparse": False}),
+    ("class (frequency bins)", "class", {"sparse": True}),
+    ("self-organized two-level", "self-organized", {"sparse": True}),
+    ("self-organized binary", "self-organized-binary", {"sparse": True}),
+)
+
+
+def zipf_vocab(size: int):
+    from semhuff.vocab import Vocab
+    counts = np.maximum((1e9 / np.arange(1, size + 1)).astype(np.int64), 1)
+    return Vocab([f"w{i}" for i in range(size)], counts, int(counts.sum()))
+
+
+def corpus_vocab(path: str, size: int):
+    from semhuff import Corpus
+    from semhuff.vocab import Vocab
+    return Vocab.build(Corpus(path), min_count=1, max_final_vocab=size)
+
+
+def one_step(layer, optimizer, h, target):
+    started = time.perf_counter()
+    out = layer(h, target)
+    out.loss.backward()
+    if optimizer is not None:
+        optimizer.step()
+    if h.is_cuda:
+        import torch
+        torch.cuda.synchronize()
+    seconds = time.perf_counter() - started
+    layer.zero_grad(set_to_none=True)
+    h.grad = None
+    return seconds
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("--vocab-size", type=int, default=50_000)
+    p.add_argument("--hidden", type=int, default=512)
+    p.add_argument("--batch", type=int, default=128)
+    p.add_argument("--bptt", type=int, default=20)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--repeats", type=int, default=7)
+    p.add_argument("--corpus", help="take the vocabulary (and its counts) of this corpus")
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--only", nargs="*", help="factory names to run (default: all)")
+    args = p.parse_args(argv)
+    try:
+        import torch
+        from semhuff.lm import make_output_layer
+    except ImportError as exc:
+        print(f"bench_lm_layers: {exc}", file=sys.stderr)
+        return 2
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(1)
+    vocab = corpus_vocab(args.corpus, args.vocab_size) if args.corpus else zipf_vocab(args.vocab_size)
+    V, D, N = len(vocab), args.hidden, args.batch * args.bptt
+    device = torch.device(args.device)
+    rng = np.random.default_rng(1)
+    p_word = vocab.counts / vocab.counts.sum()
+    target = torch.as_tensor(rng.choice(V, size=(args.batch, args.bptt), p=p_word), device=device)
+    h = torch.randn(args.batch, args.bptt, D, device=device).requires_grad_()
+    print(f"V = {V:,} ({'corpus ' + args.corpus if args.corpus else 'Zipf counts'}), hidden {D}, "
+          f"batch {args.batch} x {args.bptt} = {N:,} tokens, {args.threads} threads, "
+          f"{device}, torch {torch.__version__}")
+    arms = [a for a in ARMS if not args.only or a[1] in args.only]
+    layers, optimizers = {}, {}
+    for label, name, options in arms:
+        extra = {"reassign_every": 1 << 40} if name.startswith("self") else {}
+        layer = make_output_layer(name, D, vocab, **options, **extra).to(device)
+        with torch.no_grad():  # trained-looking weights (the tree's start at zero)
+            for param in layer.parameters():
+                param.normal_(0, 0.05)
+        layers[label] = layer
+        optimizers[label] = torch.optim.Adagrad(layer.parameters(), lr=0.1)
+        print(f"  {label}: {layer.describe()}")
+    times = {label: {"fb": [], "step": []} for label, _, _ in arms}
+    for round_ in range(args.repeats + 2):
+        for label, _, _ in arms:
+            fb = one_step(layers[label], None, h, target)
+            step = one_step(layers[label], optimizers[label], h, target)
+            if round_ >= 2:
+                times[label]["fb"].append(fb)
+                times[label]["step"].append(step)
+        print(f"round {round_ + 1}/{args.repeats + 2} done", file=sys.stderr, flush=True)
+    reassign = {}
+    for label, name, _ in arms:
+        if name.startswith("self"):
+            started = time.perf_counter()
+            layers[label].reassign(optimizers[label])
+            reassign[label] = time.perf_counter() - started
+    med = {label: {k: statistics.median(v) for k, v in t.items()} for label, t in times.items()}
+    print()
+    print(f"{'layer':32s} {'fwd+bwd ms':>10s} {'tokens/s':>9s} {'x full':>7s} {'x adapt':>7s}"
+          f" | {'+Adagrad ms':>11s} {'tokens/s':>9s} {'x full':>7s} {'x adapt':>7s}")
+    for label, _, _ in arms:
+        row = f"{label:32s}"
+        for key in ("fb", "step"):
+            m = med[label][key]
+            ratios = [med[ref][key] / m if ref in med else float("nan")
+                      for ref in ("full softmax", "adaptive softmax")]
+            row += f" {1e3 * m:10.1f} {N / m:9,.0f} {ratios[0]:7.1f} {ratios[1]:7.2f}"
+            row += " |" if key == "fb" else ""
+        print(row)
+    for label, seconds in reassign.items():
+        print(f"{label}: one re-assignment {1e3 * seconds:.0f} ms = {1e3 * seconds / 1000:.2f} ms "
+              f"a step at reassign_every=1000")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
