@@ -40,8 +40,7 @@ class HotRows:
     the most frequent context words.
 
     Two Hogwild threads writing the same rows make their cores pass those cache lines back and
-    forth: on a 2-core machine two threads needed 1.6x the CPU time of one for the same work,
-    and 1.0x when each had its own output rows (``eval/bench_threads.py``,
+    forth, which cost two threads much of their speed-up (``eval/bench_threads.py``,
     docs/performance.md). So a thread trains a chunk on its own copies of the ``rows`` and then
     merges what it changed, times ``share``, into the shared rows, under a lock; every other row
     stays Hogwild. ``share = 1``: the shared rows get each thread's whole change (what Hogwild
@@ -129,7 +128,7 @@ class CpuSession:
     HOT_INPUTS = 256     # input vectors each thread keeps private: the words written most as
                          # contexts (with private output rows only; 0: none)
     HOT_INPUT_SHARE = None  # factor of a thread's change to them; None: 1 / workers (averaged:
-                            # summed, WS353 fell from 0.594 to 0.524 on the full corpus)
+                            # summing lost quality, docs/performance.md)
 
     def __init__(self, syn0: np.ndarray, layer, workers: int):
         self.syn0 = syn0

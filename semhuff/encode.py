@@ -111,4 +111,3 @@ class EpochSource:
             self.cache = None
 
 
-ChunkCache = IdCache  # the name before the cache moved to id_cache.py

@@ -40,7 +40,8 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
-from ..cpu_session import CpuSession, Plan
+from ..cpu_session import Plan
+from ..devices import make_device
 from ..encode import EpochSource
 from ..errors import OptionError, TrainingDiverged
 from ..id_cache import cache_dir, check_space, estimate_bytes
@@ -73,7 +74,8 @@ class ShardTrainer:
         self.index = {w: i for i, w in enumerate(words)}
         self.layer = layer
         self.syn0 = np.zeros(syn0_shape, dtype=np.float32)
-        self.session = CpuSession(self.syn0, layer, s["threads"])
+        # a worker trains on its CPU, through the same session interface as one machine
+        self.session = make_device("cpu").open(self.syn0, layer, s["threads"])
         self.plan = Plan(sg=s["sg"], keep_thr=keep_thr, window=s["window"], reduce_window=True,
                          alpha=s["alpha"], min_alpha=s["min_alpha"],
                          total_words=max(1, s["total_words"]), cbow_mean=s["cbow_mean"])

@@ -53,13 +53,11 @@ class HierarchicalSoftmax(OutputLayer):
     OPTIONS = (TREE, SIMILARITY, HS_ORDER, CLIP)
     ORDERS, CLIPS = ORDERS, CLIPS
     MIXED_LEVELS = 4
-    # Private top-of-tree rows for each thread (devices.HotRows), averaged when merged: nearly
-    # every prediction updates them, so each thread's copy settles within a chunk and summing
-    # two settled changes overshoots (-2.2 analogy points); averaging costs 0.3. 1,024 rows ran
-    # two threads 1.82x one on the full corpus (256: 1.73x) and trained as well there and on a
-    # 6M-token prefix, but worse on small ones (3M prefix, 3 epochs, 4 seeds: WS353 0.313 vs
-    # 0.331; 2M: 0.270 vs 0.284), so 1,024 only for a train() call of 16M input words or more
-    # (docs/performance.md, "Private hot rows").
+    # Private top-of-tree rows for each thread (cpu_session.HotRows), averaged when merged:
+    # nearly every prediction updates them, so each thread's copy settles within a chunk and
+    # summing two settled changes overshoots. More rows scale two threads better on long runs
+    # but train worse on small corpora, hence 1,024 only from 16M input words of a train() call
+    # (measured in docs/performance.md, "Private hot rows").
     HOT_ROWS = 256
     HOT_ROWS_LARGE = 1024
     LARGE_WORDS = 16_000_000

@@ -22,10 +22,10 @@ class NegativeSampling(OutputLayer):
     body = loop.NS
     devices = ("cpu", "cuda")
     OPTIONS = (NEGATIVE, NS_EXPONENT)
-    # Private rows of the most frequent words for each thread (devices.HotRows): noise words
-    # spread wider than HS's top nodes (two threads: 256 rows 1.52x one thread, 4096 1.77x); each
-    # row gets a smaller share of the updates, and summing the changes kept the quality where
-    # averaging lost 0.8 analogy points (docs/performance.md).
+    # Private rows of the most frequent words for each thread (cpu_session.HotRows): noise words
+    # spread wider than HS's top nodes, so more rows; each row gets a smaller share of the
+    # updates, and summing the changes keeps the quality where averaging lost it
+    # (docs/performance.md).
     HOT_ROWS = 4096
     HOT_MERGE = "sum"
 
