@@ -1,18 +1,24 @@
 """Speed of the language-model output layers (``semhuff.lm``) side by side, the layer alone.
 
     python -m semhuff.eval.bench_lm_layers [--vocab-size 50000] [--hidden 512] [--batch 128]
-        [--bptt 20] [--threads 2] [--repeats 7] [--corpus PATH] [--device cpu]
+        [--bptt 20] [--threads 2] [--repeats 7] [--corpus PATH | --zipf] [--thp] [--device cpu]
 
 Every layer gets the same batch: ``batch x bptt`` hidden vectors (random, requiring a gradient
-as an LSTM's output would) and targets drawn from the vocabulary's unigram distribution (a
-Zipf count vector over ``--vocab-size`` words, or the vocabulary of ``--corpus`` cut to that
-size), so tree paths have their real lengths. Timed, per layer, median over ``--repeats``
+as an LSTM's output would) and targets drawn from the vocabulary's unigram distribution, so
+tree paths have their real lengths. The vocabulary: the ``--vocab-size`` most frequent words of
+``--corpus``, by default the shared corpus (``semhuff.data.shared_corpus()``, i.e.
+``$SEMHUFF_DATA/corpus/corpus.txt.gz``) when it is there, else (or with ``--zipf``) a Zipf count
+vector over ``--vocab-size`` words. Timed, per layer, median over ``--repeats``
 after two warm-up rounds, the layers taken in turn within each round (the machine's load
 then weighs on all alike):
 
 * forward + backward of the output layer alone;
 * the same plus an Adagrad step (sparse gradients where the layer gives them: Adagrad then
   updates only the touched rows; dense otherwise, touching all V x D).
+
+``--thp`` sets ``THP_MEM_ALLOC_ENABLE=1`` (PyTorch's CPU allocator then asks for transparent
+huge pages for large arrays: a fresh 100 MB array costs far fewer page faults); all layers run
+under the same setting, printed in the header.
 
 Layers: full softmax; torch's AdaptiveLogSoftmaxWithLoss (cutoffs ``default_cutoffs``: 4% and
 20% of V, div_value 4); tree softmax over the Huffman tree (sparse and dense gradient); the
@@ -24,6 +30,7 @@ targets: tree softmax forward + backward >= 20x the full softmax and >= 2x the a
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -35,9 +42,11 @@ ARMS = (  # (label, factory name, options)
     ("adaptive softmax", "adaptive", {}),
     ("tree (Huffman), sparse grad", "tree", {"sparse": True}),
     ("tree (Huffman), dense grad", "tree", {"sparse": False}),
-    ("class (frequency bins)", "class", {"sparse": True}),
-    ("self-organized two-level", "self-organized", {"sparse": True}),
-    ("self-organized binary", "self-organized-binary", {"sparse": True}),
+    # a batch touches nearly every word row of the two-level forms (whole clusters): their
+    # gradient is dense (measured: sparse was faster without the optimizer, 1.6x slower with it)
+    ("class (frequency bins)", "class", {}),
+    ("self-organized two-level", "self-organized", {}),
+    ("self-organized binary, sparse", "self-organized-binary", {"sparse": True}),
 )
 
 
@@ -50,7 +59,7 @@ def zipf_vocab(size: int):
 def corpus_vocab(path: str, size: int):
     from semhuff import Corpus
     from semhuff.vocab import Vocab
-    return Vocab.build(Corpus(path), min_count=1, max_final_vocab=size)
+    return Vocab.build(Corpus(path), min_count=1, max_final_vocab=size, workers=2)
 
 
 def one_step(layer, optimizer, h, target):
@@ -77,10 +86,19 @@ def main(argv=None) -> int:
     p.add_argument("--bptt", type=int, default=20)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--repeats", type=int, default=7)
-    p.add_argument("--corpus", help="take the vocabulary (and its counts) of this corpus")
+    p.add_argument("--corpus", help="take the vocabulary (and its counts) of this corpus "
+                   "(default: the shared corpus when present)")
+    p.add_argument("--zipf", action="store_true", help="a Zipf count vector, not a corpus's")
     p.add_argument("--device", default="cpu")
     p.add_argument("--only", nargs="*", help="factory names to run (default: all)")
+    p.add_argument("--thp", action="store_true", help="PyTorch's huge-page allocation for large "
+                   "CPU arrays (THP_MEM_ALLOC_ENABLE=1)")
     args = p.parse_args(argv)
+    if args.thp:
+        if "torch" in sys.modules:
+            print("bench_lm_layers: --thp must be set before torch is imported", file=sys.stderr)
+            return 2
+        os.environ["THP_MEM_ALLOC_ENABLE"] = "1"
     try:
         import torch
         from semhuff.lm import make_output_layer
@@ -88,17 +106,26 @@ def main(argv=None) -> int:
         print(f"bench_lm_layers: {exc}", file=sys.stderr)
         return 2
     torch.set_num_threads(args.threads)
+    torch.sparse.check_sparse_tensor_invariants.disable()  # explicit: Adagrad's sparse path warns
     torch.manual_seed(1)
-    vocab = corpus_vocab(args.corpus, args.vocab_size) if args.corpus else zipf_vocab(args.vocab_size)
+    from semhuff.data import shared_corpus
+    corpus = args.corpus or (str(shared_corpus()) if shared_corpus().is_file() else None)
+    if args.corpus and not os.path.isfile(args.corpus):
+        print(f"bench_lm_layers: no corpus at {args.corpus}", file=sys.stderr)
+        return 2
+    corpus = None if args.zipf else corpus
+    vocab = corpus_vocab(corpus, args.vocab_size) if corpus else zipf_vocab(args.vocab_size)
     V, D, N = len(vocab), args.hidden, args.batch * args.bptt
     device = torch.device(args.device)
     rng = np.random.default_rng(1)
     p_word = vocab.counts / vocab.counts.sum()
     target = torch.as_tensor(rng.choice(V, size=(args.batch, args.bptt), p=p_word), device=device)
     h = torch.randn(args.batch, args.bptt, D, device=device).requires_grad_()
-    print(f"V = {V:,} ({'corpus ' + args.corpus if args.corpus else 'Zipf counts'}), hidden {D}, "
+    print(f"V = {V:,} ({'the vocabulary of ' + corpus if corpus else 'Zipf counts'}), hidden {D}, "
           f"batch {args.batch} x {args.bptt} = {N:,} tokens, {args.threads} threads, "
-          f"{device}, torch {torch.__version__}")
+          f"{device}, torch {torch.__version__}, THP_MEM_ALLOC_ENABLE="
+          f"{os.environ.get('THP_MEM_ALLOC_ENABLE', 'unset')}, load average "
+          f"{os.getloadavg()[0]:.2f}")
     arms = [a for a in ARMS if not args.only or a[1] in args.only]
     layers, optimizers = {}, {}
     for label, name, options in arms:
@@ -138,6 +165,8 @@ def main(argv=None) -> int:
             row += f" {1e3 * m:10.1f} {N / m:9,.0f} {ratios[0]:7.1f} {ratios[1]:7.2f}"
             row += " |" if key == "fb" else ""
         print(row)
+    print(f"load average at the end: {os.getloadavg()[0]:.2f} (this machine's other work "
+          f"slows the two-thread runs most)")
     for label, seconds in reassign.items():
         print(f"{label}: one re-assignment {1e3 * seconds:.0f} ms = {1e3 * seconds / 1000:.2f} ms "
               f"a step at reassign_every=1000")

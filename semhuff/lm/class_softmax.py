@@ -37,6 +37,7 @@ from torch import nn
 from ..errors import OptionError
 from ..trees.clusters import cluster_members
 from .base import OutputLayer, check_sizes
+from .paths import Workspace
 
 
 class ClassSoftmax(OutputLayer):
@@ -66,6 +67,7 @@ class ClassSoftmax(OutputLayer):
         self.reset_parameters()
         self.register_buffer("cluster_of", torch.zeros(self.n_classes, dtype=torch.int64,
                                                        device=device))
+        self._workspace = Workspace()
         self.set_clusters(cluster_of)
 
     def reset_parameters(self) -> None:
@@ -148,7 +150,9 @@ class InClusterLogProb(torch.autograd.Function):
     """log P(w | c(w), h) for each token: per cluster present in the batch, its tokens against
     its words in one matrix product. Everything the loop touches is laid out once per batch in
     cluster order (the tokens' inputs, the present clusters' word rows), so that inside the loop
-    a cluster's part is a slice, not a gather."""
+    a cluster's part is a slice, not a gather. The word rows (~V x D: nearly every cluster is in
+    a batch of thousands of tokens) go to a workspace reused from call to call, gathered again
+    in backward rather than kept (a fresh ~100 MB array costs its page faults every batch)."""
 
     @staticmethod
     def forward(ctx, hw, word_weight, target, layer: ClassSoftmax, sparse: bool):
@@ -158,7 +162,8 @@ class InClusterLogProb(torch.autograd.Function):
         present, n_tokens = present.tolist(), n_tokens.tolist()  # the batch's one sync
         starts = layer.starts
         words = torch.cat([layer.members[starts[c]:starts[c + 1]] for c in present])
-        rows = word_weight[words]  # the present clusters' words, cluster after cluster
+        rows = torch.index_select(word_weight, 0, words,
+                                  out=layer._workspace.take(words.numel(), word_weight))
         h_sorted = hw[order]
         at = layer.slot[target[order]]
         out_sorted = hw.new_empty(target.shape[0])
@@ -170,15 +175,17 @@ class InClusterLogProb(torch.autograd.Function):
             out_sorted[t0:t0 + n] = logp.gather(1, at[t0:t0 + n].unsqueeze(1)).squeeze(1)
             probs.append(logp.exp_())
             t0, r0 = t0 + n, r0 + m
-        ctx.save_for_backward(h_sorted, rows, words, order, at)
-        ctx.shape, ctx.sparse, ctx.probs = word_weight.shape, sparse, probs
+        ctx.save_for_backward(h_sorted, word_weight, words, order, at)
+        ctx.sparse, ctx.probs, ctx.workspace = sparse, probs, layer._workspace
         out = torch.empty_like(out_sorted)
         out[order] = out_sorted
         return out
 
     @staticmethod
     def backward(ctx, grad):
-        h_sorted, rows, words, order, at = ctx.saved_tensors
+        h_sorted, word_weight, words, order, at = ctx.saved_tensors
+        rows = torch.index_select(word_weight, 0, words,
+                                  out=ctx.workspace.take(words.numel(), word_weight))
         grad_sorted = grad[order]
         grad_h_sorted = torch.empty_like(h_sorted)
         grad_rows = torch.empty_like(rows) if ctx.needs_input_grad[1] else None
@@ -196,10 +203,9 @@ class InClusterLogProb(torch.autograd.Function):
         grad_h[order] = grad_h_sorted
         grad_w = None
         if grad_rows is not None:  # each word is in one cluster: the rows are distinct
-            if ctx.sparse:
-                words, by_word = torch.sort(words)
-                grad_w = torch.sparse_coo_tensor(words.unsqueeze(0), grad_rows[by_word], ctx.shape,
-                                                 is_coalesced=True, check_invariants=False)
+            if ctx.sparse:  # uncoalesced: sorting ~V rows here would only copy them again
+                grad_w = torch.sparse_coo_tensor(words.unsqueeze(0), grad_rows, word_weight.shape,
+                                                 check_invariants=False)
             else:
-                grad_w = grad_rows.new_zeros(ctx.shape).index_copy_(0, words, grad_rows)
+                grad_w = word_weight.new_zeros(word_weight.shape).index_copy_(0, words, grad_rows)
         return grad_h, grad_w, None, None, None
