@@ -203,6 +203,22 @@ def test_sparse_gradient_equals_the_dense_one(name):
     assert sparse(h, t).loss.item() < before
 
 
+def test_clip_grad_norm_handles_sparse_gradients_as_torch_does_dense_ones():
+    from semhuff.lm import clip_grad_norm
+    vocab = zipf_vocab()
+    sparse = randomise(make_output_layer("tree", D, vocab, sparse=True).double())
+    dense = make_output_layer("tree", D, vocab).double()
+    dense.load_state_dict(sparse.state_dict())
+    h, t = batch(30)
+    for layer in (sparse, dense):
+        (layer(h, t).loss * 100).backward()
+    assert sparse.weight.grad.is_sparse
+    total = clip_grad_norm(sparse.parameters(), 0.5)
+    reference = torch.nn.utils.clip_grad_norm_(dense.parameters(), 0.5)
+    assert total.item() == pytest.approx(reference.item(), rel=1e-9) and total > 0.5
+    assert torch.allclose(sparse.weight.grad.to_dense(), dense.weight.grad, atol=1e-12)
+
+
 # -- the Numba side ----------------------------------------------------------------------------------
 
 def test_tree_softmax_scores_a_word2vec_model_as_its_numba_scorer():

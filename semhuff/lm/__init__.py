@@ -2,7 +2,9 @@
 
 Every layer has ``torch.nn.AdaptiveLogSoftmaxWithLoss``'s interface (``forward(input, target)``
 -> ``(output, loss)``, ``log_prob``, ``predict``) plus ``after_step(optimizer)`` and
-``describe()``; ``make_output_layer`` builds one by name (``OUTPUT_LAYERS``).
+``describe()``; ``make_output_layer`` builds one by name (``OUTPUT_LAYERS``). With sparse
+gradients (``sparse=True``: SGD, Adagrad, SparseAdam) clip with ``clip_grad_norm``, which
+handles them (torch's ``clip_grad_norm_`` does not).
 
 PyTorch is optional for the rest of semhuff: ``import semhuff`` never needs it, and importing
 this package without it is a one-line ``ImportError``.
@@ -15,9 +17,11 @@ except ImportError:  # pragma: no cover - depends on the environment
 from .base import LayerOutput, OutputLayer  # noqa: E402
 from .class_softmax import ClassSoftmax  # noqa: E402
 from .full import AdaptiveSoftmax, FullSoftmax  # noqa: E402
+from .optim_state import clip_grad_norm  # noqa: E402
 from .output import OUTPUT_LAYERS, make_output_layer  # noqa: E402
 from .self_organizing import SelfOrganizingSoftmax  # noqa: E402
 from .tree_softmax import TreeSoftmax  # noqa: E402
 
 __all__ = ["AdaptiveSoftmax", "ClassSoftmax", "FullSoftmax", "LayerOutput", "OUTPUT_LAYERS",
-           "OutputLayer", "SelfOrganizingSoftmax", "TreeSoftmax", "make_output_layer"]
+           "OutputLayer", "SelfOrganizingSoftmax", "TreeSoftmax", "clip_grad_norm",
+           "make_output_layer"]

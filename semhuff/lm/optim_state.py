@@ -53,3 +53,21 @@ def remap_optimizer_state(optimizer: Optional[torch.optim.Optimizer], param: tor
                                 sign.to(value.device) if linear else None, fresh)
         moved += 1
     return moved
+
+
+def clip_grad_norm(parameters, max_norm: float, norm_type: float = 2.0) -> torch.Tensor:
+    """``torch.nn.utils.clip_grad_norm_`` for gradients that may be sparse (the layers'
+    ``sparse=True``), which torch's refuses (no vector norm for sparse tensors): the norm of a
+    sparse gradient is that of its coalesced values. Scales every gradient in place by
+    min(1, max_norm / total norm); returns the total norm."""
+    grads = [p.grad for p in parameters if p.grad is not None]
+    if not grads:
+        return torch.tensor(0.0)
+    device = grads[0].device
+    norms = [torch.linalg.vector_norm(g.coalesce()._values() if g.is_sparse else g,
+                                      norm_type).to(device) for g in grads]
+    total = torch.linalg.vector_norm(torch.stack(norms), norm_type)
+    scale = torch.clamp(max_norm / (total + 1e-6), max=1.0)
+    for g in grads:
+        g.mul_(scale.to(g.device, g.dtype))
+    return total
