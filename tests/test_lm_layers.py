@@ -429,6 +429,33 @@ def test_statistic_is_the_sequential_smoothing_of_eq_9():
         assert torch.equal(layer.q, before)
 
 
+def test_empty_clusters_get_no_probability_but_keep_a_statistic():
+    cluster_of = np.arange(V) % 3
+    cluster_of[cluster_of == 1] = 3  # clusters 0, 2, 3 hold words; 1 and 4 none
+    layer = randomise(ClassSoftmax(D, cluster_of, n_clusters=5).double())
+    h, t = batch()
+    lp = layer.log_prob(h)
+    assert torch.allclose(lp.exp().sum(1), torch.ones(12, dtype=torch.float64), atol=1e-12)
+    assert torch.allclose(layer(h, t).output, lp.gather(1, t.unsqueeze(1)).squeeze(1))
+    # self-organizing with as many clusters as words: the re-assignment empties some
+    vocab = zipf_vocab(30)
+    so = randomise(SelfOrganizingSoftmax(D, vocab.counts, 30, reassign_every=1).double())
+    h, t = batch(vocab_size=30)
+    so(h, t).loss.backward()
+    so.after_step()
+    empty = np.bincount(so.cluster_of.numpy(), minlength=30) == 0
+    assert empty.any()
+    lp = so.log_prob(h)
+    assert torch.allclose(lp.exp().sum(1), torch.ones(12, dtype=torch.float64), atol=1e-12)
+    q0 = so.q.clone()
+    so(h[:1], t[:1])  # one token: q[w] <- lam q[w] + (1 - lam) log2 softmax(all C cluster logits)
+    w = int(t[0])
+    every = torch.log_softmax(so.body.cluster_weight @ h[0], 0) / math.log(2)
+    lam = so.lam[w].double()
+    assert torch.allclose(so.q[w].double(), lam * q0[w] + (1 - lam) * every, atol=1e-10)
+    assert torch.isfinite(so.q).all()
+
+
 def test_after_step_counts_and_freezes():
     vocab = zipf_vocab(60)
     layer = SelfOrganizingSoftmax(D, vocab.counts, 6, reassign_every=2, freeze_after=4)

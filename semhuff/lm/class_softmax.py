@@ -95,6 +95,8 @@ class ClassSoftmax(OutputLayer):
         self.register_buffer("members", torch.as_tensor(members.astype(np.int64), device=device),
                              persistent=False)
         self.register_buffer("slot", torch.as_tensor(slot, device=device), persistent=False)
+        self.register_buffer("empty", torch.as_tensor(np.diff(starts) == 0, device=device),
+                             persistent=False)
         self.starts = starts.tolist()  # Python ints: the per-cluster loop slices with them
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
@@ -108,13 +110,20 @@ class ClassSoftmax(OutputLayer):
             return h, h
         return F.relu(self.cluster_projection(h)), F.relu(self.word_projection(h))
 
+    def cluster_log_softmax(self, logits: torch.Tensor) -> torch.Tensor:
+        """log P(c | h) from the cluster logits. A cluster without words (possible after a
+        re-assignment, or in a given clustering) gets none of the mass: its logit is masked,
+        so that the words' probabilities sum to 1."""
+        return torch.log_softmax(logits.masked_fill(self.empty, -math.inf), dim=1)
+
     def parts(self, h, target) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """(log P(c | h) for every cluster (N, C), log P(c(w) | h) (N,), log P(w | c(w), h) (N,))."""
+        """(the cluster logits (N, C), log P(c(w) | h) (N,), log P(w | c(w), h) (N,))."""
         hc, hw = self._project(h)
-        clusters = torch.log_softmax(hc @ self.cluster_weight.t(), dim=1)
+        logits = hc @ self.cluster_weight.t()
+        clusters = self.cluster_log_softmax(logits)
         own = clusters.gather(1, self.cluster_of[target].unsqueeze(1)).squeeze(1)
         within = InClusterLogProb.apply(hw, self.word_weight, target, self, self.sparse)
-        return clusters, own, within
+        return logits, own, within
 
     def target_log_prob(self, h, target):
         _, own, within = self.parts(h, target)
@@ -122,7 +131,7 @@ class ClassSoftmax(OutputLayer):
 
     def full_log_prob(self, h):
         hc, hw = self._project(h)
-        clusters = torch.log_softmax(hc @ self.cluster_weight.t(), dim=1)
+        clusters = self.cluster_log_softmax(hc @ self.cluster_weight.t())
         logits = hw @ self.word_weight.t()
         return clusters[:, self.cluster_of] + segment_log_softmax(logits, self.cluster_of,
                                                                   self.n_clusters)

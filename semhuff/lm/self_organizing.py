@@ -134,10 +134,16 @@ class SelfOrganizingSoftmax(OutputLayer):
     # -- forward ----------------------------------------------------------------------------------
     def target_log_prob(self, h, target):
         if self.form == "two-level":
-            clusters, own, within = self.body.parts(h, target)
+            logits, own, within = self.body.parts(h, target)
             output = own + within
             if self.learning:
-                self._learn(target, clusters.detach() * LOG2E, None, own.detach(), output.detach())
+                # the statistic takes the softmax over all C cluster vectors, empty clusters
+                # included (as the Numba layer's): for a token it differs from the model's
+                # P(c | h), which gives empty clusters nothing, by one constant over c, so the
+                # ranking Algorithm 1 reads is the same, and an empty cluster keeps a finite q
+                # with which it can win words back
+                clusters = torch.log_softmax(logits.detach(), dim=1)
+                self._learn(target, clusters * LOG2E, None, own.detach(), output.detach())
             return output
         nodes, batch = self.body.path_log_probs(h, target)
         output = nodes.sum(dim=1)
