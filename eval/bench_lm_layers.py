@@ -21,7 +21,9 @@ huge pages for large arrays: a fresh 100 MB array costs far fewer page faults); 
 under the same setting, printed in the header.
 
 Layers: full softmax; torch's AdaptiveLogSoftmaxWithLoss (cutoffs ``default_cutoffs``: 4% and
-20% of V, div_value 4); tree softmax over the Huffman tree (sparse and dense gradient); the
+20% of V, div_value 4); tree softmax over the Huffman tree (sparse and dense gradient, and, for
+reference, the plain autograd form ``NaiveTreeSoftmax``: what the custom forward and backward
+of ``semhuff.lm.paths`` gain over it); the
 class softmax over frequency-binned clusters; the self-organized softmax, two-level and binary
 (the statistic included; a re-assignment, every 1,000 steps, timed apart and shown amortised).
 Prints ms and tokens/s and the ratios to the full and the adaptive softmax (the issue's
@@ -42,6 +44,7 @@ ARMS = (  # (label, factory name, options)
     ("adaptive softmax", "adaptive", {}),
     ("tree (Huffman), sparse grad", "tree", {"sparse": True}),
     ("tree (Huffman), dense grad", "tree", {"sparse": False}),
+    ("tree (Huffman), naive autograd", "naive-tree", {}),
     # a batch touches nearly every word row of the two-level forms (whole clusters): their
     # gradient is dense (measured: sparse was faster without the optimizer, 1.6x slower with it)
     ("class (frequency bins)", "class", {}),
@@ -60,6 +63,30 @@ def corpus_vocab(path: str, size: int):
     from semhuff import Corpus
     from semhuff.vocab import Vocab
     return Vocab.build(Corpus(path), min_count=1, max_final_vocab=size, workers=2)
+
+
+class NaiveTreeSoftmax:
+    """The p-tHSM form in plain autograd, for reference: gather the padded (N, depth, D) path
+    rows, one bmm, log-sigmoid, masked sum; a dense weight gradient."""
+
+    def __new__(cls, in_features, vocab):
+        import torch
+
+        from semhuff.lm.tree_softmax import TreeSoftmax
+        from semhuff.trees import make_tree
+
+        class Naive(TreeSoftmax):
+            def target_log_prob(self, h, target):
+                rows = self.weight[self.points[target]]
+                scores = torch.bmm(rows, h.unsqueeze(2)).squeeze(2)
+                signs = self.signs[target]
+                return torch.where(signs != 0, torch.nn.functional.logsigmoid(scores * signs),
+                                   0).sum(1)
+
+            def describe(self):
+                return "the same tree softmax in plain autograd (reference)"
+
+        return Naive(in_features, make_tree("huffman", vocab))
 
 
 def one_step(layer, optimizer, h, target):
@@ -130,7 +157,8 @@ def main(argv=None) -> int:
     layers, optimizers = {}, {}
     for label, name, options in arms:
         extra = {"reassign_every": 1 << 40} if name.startswith("self") else {}
-        layer = make_output_layer(name, D, vocab, **options, **extra).to(device)
+        layer = (NaiveTreeSoftmax(D, vocab) if name == "naive-tree" else
+                 make_output_layer(name, D, vocab, **options, **extra)).to(device)
         with torch.no_grad():  # trained-looking weights (the tree's start at zero)
             for param in layer.parameters():
                 param.normal_(0, 0.05)
