@@ -14,8 +14,8 @@ F = torch.nn.functional
 
 from semhuff import Word2Vec  # noqa: E402
 from semhuff.errors import OptionError  # noqa: E402
-from semhuff.lm import (AdaptiveSoftmax, ClassSoftmax, FullSoftmax, SelfOrganizingSoftmax,  # noqa: E402
-                        TreeSoftmax, make_output_layer)
+from semhuff.lm import (AdaptiveSoftmax, ClassSoftmax, FullSoftmax,  # noqa: E402
+                        SelfOrganizingSoftmax, TreeSoftmax, make_output_layer)
 from semhuff.lm.output import OUTPUT_LAYERS  # noqa: E402
 from semhuff.trees import make_tree  # noqa: E402
 from semhuff.trees.clusters import frequency_binning, random_clusters  # noqa: E402
@@ -151,7 +151,7 @@ def test_full_and_adaptive_match_torch():
     assert made.cutoffs[:-1] == [40, 200]  # 4% and 20% of V
 
 
-# -- gradients ----------------------------------------------------------------------------------------
+# -- gradients -------------------------------------------------------------------------------------
 
 GRADCHECK = {
     "tree": lambda v: TreeSoftmax(D, build_huffman(v.counts)),
@@ -219,7 +219,7 @@ def test_clip_grad_norm_handles_sparse_gradients_as_torch_does_dense_ones():
     assert torch.allclose(sparse.weight.grad.to_dense(), dense.weight.grad, atol=1e-12)
 
 
-# -- the Numba side ----------------------------------------------------------------------------------
+# -- the Numba side --------------------------------------------------------------------------------
 
 def test_tree_softmax_scores_a_word2vec_model_as_its_numba_scorer():
     rng = np.random.default_rng(5)
@@ -336,7 +336,8 @@ def test_binary_reassignment_carries_every_unchanged_split_and_the_optimizer_sta
     old_lp = layer.log_prob(h).detach()
     info = layer.after_step(opt)  # step 3: the statistic of 3 batches moves some words
     assert info is not None and info["step"] == 3
-    assert {"cluster_ppl", "in_cluster_ppl", "changed_share", "changed_mass", "rows_kept"} <= set(info)
+    assert {"cluster_ppl", "in_cluster_ppl", "changed_share", "changed_mass",
+            "rows_kept"} <= set(info)
     assert info["cluster_ppl"] * info["in_cluster_ppl"] == pytest.approx(info["ppl"])
     new_tree, new_clusters = layer.body.tree, layer.cluster_of.numpy()
     assert not np.array_equal(old_clusters, new_clusters)
@@ -357,7 +358,8 @@ def test_binary_reassignment_carries_every_unchanged_split_and_the_optimizer_sta
             kept += 1
         else:  # a new split starts from zero, its optimizer state too
             assert torch.all(layer.body.weight[row] == 0)
-            assert torch.all(state["exp_avg"][row] == 0) and torch.all(state["exp_avg_sq"][row] == 0)
+            assert torch.all(state["exp_avg"][row] == 0)
+            assert torch.all(state["exp_avg_sq"][row] == 0)
     assert 0 < kept < len(new_splits)
     assert info["rows_kept"] == pytest.approx(kept / len(new_splits))
     # a word whose cluster kept all its members keeps P(w | c, h): its in-cluster path is intact

@@ -9,8 +9,8 @@ The paper's ReLU projections (eq. 1: h_c = ReLU(W_c h), h_w = ReLU(W_w h)) are a
 ``projection``, off by default. Why: this layer is meant as a drop-in replacement for the full
 and the adaptive softmax, which have none, so that comparing output layers compares the
 factorisation and not an extra 2 D^2 weights and a non-linearity; and at D = 512 the two
-projections cost 4 D^2 = 1.05M flops a token, against ~2 sqrt(V) D = 0.23M for the two
-softmaxes at V = 50k: they would make the layer several times slower. ``projection=True``
+projections cost 2 D^2 = 0.52M multiply-adds a token, against ~2 sqrt(V) D = 0.23M for the two
+softmaxes at V = 50k: they would triple the layer's arithmetic. ``projection=True``
 reproduces the paper's layer.
 
 The within-cluster softmax is computed cluster by cluster for the clusters present in the
@@ -53,7 +53,8 @@ class ClassSoftmax(OutputLayer):
             raise OptionError("cluster_of must list the cluster of every word (2 words or more)")
         self.in_features, self.n_classes = check_sizes(in_features, int(cluster_of.size))
         C = int(cluster_of.max()) + 1 if n_clusters is None else n_clusters
-        if isinstance(C, bool) or not isinstance(C, (int, np.integer)) or not 1 <= C <= self.n_classes:
+        if isinstance(C, bool) or not isinstance(C, (int, np.integer)) \
+                or not 1 <= C <= self.n_classes:
             raise OptionError(f"n_clusters must be in 1..{self.n_classes}, got {n_clusters!r}")
         self.n_clusters = int(C)
         self.projection = bool(projection)
@@ -76,7 +77,7 @@ class ClassSoftmax(OutputLayer):
         nn.init.uniform_(self.cluster_weight, -bound, bound)
         nn.init.uniform_(self.word_weight, -bound, bound)
 
-    # -- the clusters -------------------------------------------------------------------------------
+    # -- the clusters ------------------------------------------------------------------------------
     def set_clusters(self, cluster_of) -> None:
         cluster_of = np.asarray(cluster_of, np.int64)
         if cluster_of.shape != (self.n_classes,) or cluster_of.min() < 0 \
@@ -104,7 +105,7 @@ class ClassSoftmax(OutputLayer):
         if prefix + "cluster_of" in state_dict:
             self._derive()
 
-    # -- probabilities ------------------------------------------------------------------------------
+    # -- probabilities -----------------------------------------------------------------------------
     def _project(self, h) -> Tuple[torch.Tensor, torch.Tensor]:
         if not self.projection:
             return h, h
@@ -144,7 +145,8 @@ class ClassSoftmax(OutputLayer):
                 f"{'sparse' if self.sparse else 'dense'} word gradient, {self.in_features} inputs)")
 
 
-def segment_log_softmax(logits: torch.Tensor, segment: torch.Tensor, n_segments: int) -> torch.Tensor:
+def segment_log_softmax(logits: torch.Tensor, segment: torch.Tensor,
+                        n_segments: int) -> torch.Tensor:
     """log_softmax of each row of ``logits`` (N, V) within the column groups ``segment`` (V,)."""
     index = segment.unsqueeze(0).expand_as(logits)
     top = logits.new_full((logits.shape[0], n_segments), -math.inf)

@@ -99,6 +99,7 @@ class TreeSoftmax(OutputLayer):
 
     def describe(self) -> str:
         mean = float(self.tree.lengths.mean())
+        gradient = "sparse" if self.sparse else "dense"
         return (f"tree softmax over a {self.tree.kind} tree of {self.n_classes:,} words (depth "
-                f"{mean:.1f} averaged over words, max {self.tree.max_depth}; {'sparse' if self.sparse else 'dense'}"
-                f" weight gradient, {self.in_features} inputs)")
+                f"{mean:.1f} averaged over words, max {self.tree.max_depth}; {gradient} weight "
+                f"gradient, {self.in_features} inputs)")
