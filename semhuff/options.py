@@ -94,14 +94,15 @@ def by_name(options: Iterable[Option]) -> Dict[str, Option]:
     return out
 
 
-def check_settings(owner: str, declared: Sequence[Option], settings: Dict[str, Any]) -> Dict[str, Any]:
-    """``settings`` validated against ``declared``: an unknown name is an ``OptionError`` that
-    names it and lists what ``owner`` takes."""
+def check_settings(owner: str, declared: Sequence[Option], settings: Dict[str, Any],
+                   error=OptionError) -> Dict[str, Any]:
+    """``settings`` validated against ``declared``: an unknown name is an ``error`` that names
+    it and lists what ``owner`` takes."""
     table = by_name(declared)
     unknown = sorted(set(settings) - set(table))
     if unknown:
         takes = ", ".join(sorted(table)) or "no options"
-        raise OptionError(f"{owner} does not use {', '.join(unknown)} (it takes: {takes})")
+        raise error(f"{owner} does not use {', '.join(unknown)} (it takes: {takes})")
     return {name: table[name].validate(value) for name, value in settings.items()}
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from semhuff import Word2Vec
 from semhuff.cli.train import main as train
-from semhuff.errors import OptionError
+from semhuff.errors import OptionError, TreeError
 from semhuff.layers import OUTPUT_LAYERS, declared_layer_options, layer_class
 from semhuff.vocab import Vocab
 
@@ -59,7 +59,7 @@ def test_every_declared_option_is_a_keyword_its_layer_builds_with():
             assert type(layer) is cls
     hs = layer_class("hs").create(vocab, tree="clusters", clusters=4)
     assert hs.tree.kind == "clusters"
-    with pytest.raises(OptionError, match="the huffman tree does not use clusters"):
+    with pytest.raises(TreeError, match="the huffman tree does not use clusters"):
         layer_class("hs").create(vocab, tree="huffman", clusters=4)
 
 

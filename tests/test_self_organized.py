@@ -43,10 +43,15 @@ def _clusters(vocab, n_clusters=6, seed=1):
 
 # -- probabilities -----------------------------------------------------------------------------
 
-@pytest.mark.parametrize("form", ["two-level", "binary"])
-def test_probabilities_over_the_vocabulary_sum_to_one(form):
+@pytest.mark.parametrize("form,empty", [("two-level", False), ("two-level", True),
+                                        ("binary", False)])
+def test_probabilities_over_the_vocabulary_sum_to_one(form, empty):
+    """Also when a re-assignment has left a cluster without words (``empty``): it then gets
+    no probability (it used to keep its share, and held-out perplexity came out too high)."""
     vocab = _vocab()
     cluster_of = _clusters(vocab)
+    if empty:
+        cluster_of[cluster_of == 2] = 3
     rng = np.random.default_rng(3)
     h = rng.standard_normal(DIM).astype(np.float32)
     if form == "two-level":

@@ -127,7 +127,7 @@ def test_make_tree_dispatch(tmp_path):
         make_tree("semhuff", vocab)
     with pytest.raises(TreeError, match="unknown tree kind"):
         make_tree("no-such-tree", vocab)
-    with pytest.raises(TreeError, match="unknown semhuff tree option"):
+    with pytest.raises(TreeError, match="the semhuff tree does not use colour"):
         make_tree("semhuff", vocab, demo_matrix(), colour="blue")
     with pytest.raises(TreeError):
         make_tree("huffman", vocab, "wordnet")

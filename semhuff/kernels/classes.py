@@ -161,7 +161,9 @@ def score(h, w, weights, larg, D):
     c = cluster_of[w]
     logp = np.empty(C, np.float64)
     for j in range(C):
-        logp[j] = _dot(h, weights, j, D)
+        # a cluster a re-assignment left without words predicts nothing: its probability goes
+        # to the others, so P(w | h) sums to 1 over the vocabulary
+        logp[j] = _dot(h, weights, j, D) if starts[j + 1] > starts[j] else -np.inf
     _softmax_both(logp, np.empty(C, np.float64), C)
     nll = -logp[c]
     if part == 0:

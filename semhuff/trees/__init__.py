@@ -42,7 +42,7 @@ def make_tree(kind: str, vocab, similarity=None, seed: int = 1, **options) -> Tr
     similarity sources raise ``SimilarityError``."""
     if kind not in TREE_BUILDERS:
         raise TreeError(f"unknown tree kind {kind!r} (expected one of: {', '.join(sorted(TREE_BUILDERS))})")
-    options = check_settings(f"the {kind} tree", TREE_OPTIONS[kind], options)
+    options = check_settings(f"the {kind} tree", TREE_OPTIONS[kind], options, TreeError)
     return TREE_BUILDERS[kind](vocab, similarity, seed=seed, **options)
 
 
