@@ -124,7 +124,7 @@ def test_what_dask_refuses(client, lee_path):
     with pytest.raises(OptionError, match="give file paths"):
         Word2Vec([["a", "b"]] * 10, min_count=1, dask=client, progress=False)
     with pytest.raises(OptionError, match="not hierarchical softmax over a self-organized"):
-        Word2Vec(lee_path, tree="self-organized", dask=client, progress=False)
+        Word2Vec(lee_path, loss="hs-self-organized", dask=client, progress=False)
     with pytest.raises(OptionError, match="local:N"):
         Word2Vec(lee_path, dask="local:x", progress=False)
     with pytest.raises(OptionError, match="combine"):

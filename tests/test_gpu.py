@@ -491,7 +491,7 @@ def test_scores_beyond_six(backend, kind):
     np.testing.assert_allclose(got0, expected[0], rtol=0, atol=ATOL * np.abs(expected[0]).max())
 
 
-@pytest.mark.parametrize("options", [dict(tree="self-organized"), dict(loss="class")])
+@pytest.mark.parametrize("options", [dict(loss="hs-self-organized"), dict(loss="class")])
 def test_clustered_layers_stay_on_the_cpu(host_backend, options):
     """Their cluster statistic is gathered by CPU bodies: --device cuda says so in one line
     instead of training without it."""
