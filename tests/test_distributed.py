@@ -9,17 +9,20 @@ import sys
 
 import numpy as np
 import pytest
-from distributed import Client, LocalCluster
 
-from semhuff import Word2Vec
-from semhuff.corpus import Corpus
-from semhuff.distributed import DaskTraining
-from semhuff.distributed.rounds import combine
-from semhuff.distributed.splits import SplitCorpus, plan_splits, subdivide
-from semhuff.distributed.vocab import count_vocab
-from semhuff.errors import CheckpointError, OptionError
-from semhuff.eval.dask_planted import SETTINGS, class_purity, planted_corpus
-from semhuff.vocab import Vocab
+pytest.importorskip("distributed", reason="dask[distributed] is not installed (the dask extra)")
+
+from distributed import Client, LocalCluster  # noqa: E402
+
+from semhuff import Word2Vec  # noqa: E402
+from semhuff.corpus import Corpus  # noqa: E402
+from semhuff.distributed import DaskTraining  # noqa: E402
+from semhuff.distributed.rounds import combine  # noqa: E402
+from semhuff.distributed.splits import SplitCorpus, plan_splits, subdivide  # noqa: E402
+from semhuff.distributed.vocab import count_vocab  # noqa: E402
+from semhuff.errors import CheckpointError, OptionError  # noqa: E402
+from semhuff.eval.dask_planted import SETTINGS, class_purity, planted_corpus  # noqa: E402
+from semhuff.vocab import Vocab  # noqa: E402
 
 
 @pytest.fixture(scope="module")
