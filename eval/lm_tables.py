@@ -1,0 +1,153 @@
+"""The papers' language-model tables on the shared corpus, scaled to what a 2-core CPU allows.
+
+    python -m semhuff.eval.lm_tables --setting ptb|text8 [--corpus PATH] [--out DIR]
+
+The corpus is built the text8 way (one line, 100M characters), so the self-organized HSM
+paper's split applies: the last 1M characters are held out, the training text comes before.
+
+* ``ptb``: a PTB-like setting (the p-tHSM poster's scale): the 10,000 most frequent words of
+  the first 1M training tokens (the rest <unk>), 2 epochs, and every row: full softmax,
+  adaptive softmax, class softmax over frequency bins, self-organized (two-level, binary),
+  Huffman, SemHuff (WordNet; and bootstrapped from skip-gram vectors this project trains on the
+  same training tokens), random and alphabetical trees;
+* ``text8``: a text8-like vocabulary (44,000 words, counted on the first 3M training tokens),
+  1 epoch over them, the fast layers and the adaptive softmax.
+
+Every row has the same LSTM (embedding 256, hidden 256, one layer), Adagrad 0.1, clip 0.25,
+20-step truncation, batches of 32 rows, seed 1. The self-organized layers re-assign every 200
+steps (``--reassign-every``): the paper's K = 1000 batches would give only three re-assignments
+in so short a run. Each row's results go to ``OUT/<setting>.json`` as they finish (a re-run
+skips the rows already there), and the table to ``OUT/<setting>.md``; ten sample clusters of each
+self-organized layer go with it.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import tempfile
+import time
+
+from semhuff.data import missing_message, shared_corpus
+
+SETTINGS = {
+    "ptb": dict(max_vocab=10_000, train_tokens=1_000_000, heldout_tokens=100_000, epochs=2,
+                rows=["full", "adaptive", "class-frequency", "self-organized",
+                      "self-organized-binary", "huffman", "semhuff-wordnet", "semhuff-boot",
+                      "random", "alphabetical"]),
+    "text8": dict(max_vocab=44_000, train_tokens=3_000_000, heldout_tokens=100_000, epochs=1,
+                  rows=["huffman", "self-organized-binary", "adaptive", "class-frequency",
+                        "self-organized"]),
+}
+
+
+def row_settings(row: str, args, boot_vectors: str):
+    """(LMSettings keywords) of a table row."""
+    common = dict(emb=256, hidden=256, batch_size=32, bptt=20, lr=0.1, clip=0.25, seed=1,
+                  progress=False, threads=args.threads)
+    if row in ("full", "adaptive"):
+        return dict(common, output=row)
+    if row == "class-frequency":
+        return dict(common, output="class", clustering="frequency")
+    if row.startswith("self-organized"):
+        return dict(common, output=row, layer_options={"reassign_every": args.reassign_every})
+    if row == "semhuff-wordnet":
+        return dict(common, output="tree", tree="semhuff", similarity="wordnet")
+    if row == "semhuff-boot":
+        return dict(common, output="tree", tree="semhuff", similarity=boot_vectors)
+    return dict(common, output="tree", tree=row)
+
+
+def bootstrap_vectors(data, folder: str) -> str:
+    """Skip-gram vectors (semhuff, Huffman HS) trained on the LM's own training tokens, for the
+    bootstrapped SemHuff tree."""
+    from semhuff import Word2Vec
+    path = os.path.join(folder, "vectors.bin")
+    if os.path.exists(path):
+        return path
+    words = data.vocab.words
+    text = os.path.join(folder, "train_tokens.txt")
+    with open(text, "w", encoding="utf-8") as fh:
+        fh.write(" ".join(words[i] for i in data.train.tolist()))
+    model = Word2Vec(text, vector_size=100, window=5, min_count=1, epochs=5, workers=2, seed=1,
+                     progress=False)
+    model.save_vectors(path)
+    return path
+
+
+def sample_clusters(layer, vocab, n: int = 10, top: int = 10):
+    """Ten clusters of a self-organized layer: the share of tokens, size and most frequent
+    members, the clusters spread over the range of token shares."""
+    from semhuff.layers.diagnostics import cluster_listing
+    rows = cluster_listing(vocab.words, vocab.counts, layer.organizer.cluster_of,
+                           layer.organizer.n_clusters, top)
+    step = max(1, len(rows) // n)
+    return [dict(cluster=c, size=size, share=share, words=words)
+            for c, size, share, words in rows[::step][:n]]
+
+
+def table(results: dict) -> str:
+    lines = ["| output layer | held-out ppl | cluster ppl | in-cluster ppl | output layer fwd+bwd "
+             "ms / 1k tokens | whole step tokens/s | minutes | re-assignments |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for row, r in results.items():
+        e = r["epochs"][-1]
+        h = e["heldout"]
+        fmt = (lambda v: f"{v:,.2f}" if v else "")
+        ms = 1e6 * sum(x["output_seconds"] for x in r["epochs"]) / sum(x["tokens"] for x in r["epochs"])
+        tps = sum(x["tokens"] for x in r["epochs"]) / sum(x["seconds"] for x in r["epochs"])
+        lines.append(f"| {row} | {h['perplexity']:,.2f} | {fmt(h['cluster_perplexity'])} | "
+                     f"{fmt(h['in_cluster_perplexity'])} | {ms:.1f} | {tps:,.0f} | "
+                     f"{r['wall_seconds'] / 60:.1f} | {len(r['reassignments']) or ''} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--setting", choices=sorted(SETTINGS), default="ptb")
+    p.add_argument("--corpus", default=str(shared_corpus()))
+    p.add_argument("--out", default=os.path.join(tempfile.gettempdir(), "semhuff_lm_tables"))
+    p.add_argument("--rows", help="comma-separated subset of the setting's rows")
+    p.add_argument("--reassign-every", type=int, default=200)
+    p.add_argument("--threads", type=int, default=2)
+    args = p.parse_args(argv)
+    if not os.path.exists(args.corpus):
+        raise SystemExit(missing_message(args.corpus, "the shared corpus"))
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    from semhuff.lm.data import load_data
+    from semhuff.lm.trainer import LMSettings, train_lm
+    conf = SETTINGS[args.setting]
+    os.makedirs(args.out, exist_ok=True)
+    record = os.path.join(args.out, f"{args.setting}.json")
+    results = json.load(open(record)) if os.path.exists(record) else {}
+    started = time.perf_counter()
+    data = load_data([args.corpus], heldout_chars=1_000_000, max_vocab=conf["max_vocab"],
+                     train_tokens=conf["train_tokens"], heldout_tokens=conf["heldout_tokens"])
+    print(f"{args.setting}: {data.describe()} (data in {time.perf_counter() - started:.0f} s)",
+          flush=True)
+    rows = args.rows.split(",") if args.rows else conf["rows"]
+    for row in rows:
+        if row in results:
+            continue
+        boot = bootstrap_vectors(data, args.out) if row == "semhuff-boot" else None
+        t0 = time.perf_counter()
+        settings = LMSettings(epochs=conf["epochs"], **row_settings(row, args, boot))
+        model, report = train_lm(data, settings)
+        out = report.to_dict()
+        out["wall_seconds"] = time.perf_counter() - t0
+        if row.startswith("self-organized"):
+            out["sample_clusters"] = sample_clusters(model.output, data.vocab)
+        results[row] = out
+        with open(record + ".tmp", "w") as fh:
+            json.dump(results, fh, indent=1)
+        os.replace(record + ".tmp", record)
+        print(f"{row}: {report.summary()} ({out['wall_seconds'] / 60:.1f} min)", flush=True)
+    with open(os.path.join(args.out, f"{args.setting}.md"), "w") as fh:
+        fh.write(table(results))
+    print(table(results))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

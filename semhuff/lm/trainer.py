@@ -1,0 +1,293 @@
+"""Training and scoring an LSTM language model with any ``semhuff.lm`` output layer: the
+self-organized HSM paper's recipe (Shen et al. §4) as defaults where they fit a CPU run:
+
+* one-layer LSTM; Adagrad, learning rate 0.1; the gradient's norm clipped to 0.25;
+* truncated back-propagation through 20 steps, the hidden state carried across batches
+  (detached);
+* the output layer's ``after_step`` after every step: a self-organizing layer re-assigns its
+  words every K steps (the paper: K = 1000) and says what moved;
+* held-out perplexity over the whole held-out text, the hidden state carried (batches of
+  ``eval_batch`` rows), exact (each layer's own normalised log-probability of the targets).
+
+What a run reports (``LMReport``): per epoch the training loss, the held-out perplexity (and
+for clustered layers the cluster and in-cluster perplexity, eqs. 5-6), tokens/s of whole steps,
+the seconds the output layer's forward + backward took (measured apart: the LSTM's output is
+detached at the layer, the layer's backward runs first, then the LSTM's from the gradient it
+left), and the re-assignments. A non-finite loss stops the run (``TrainingDiverged``).
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import math
+import time
+from dataclasses import dataclass, field
+from typing import List, Optional
+
+import numpy as np
+import torch
+
+from ..errors import OptionError, TrainingDiverged
+from ..io_utils import atomic_output
+from .data import LMData, batchify
+from .model import LSTMLanguageModel
+from .optim_state import clip_grad_norm
+from .output import make_output_layer
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class LMSettings:
+    output: str = "tree"           # make_output_layer's name
+    tree: str = "huffman"
+    similarity: Optional[str] = None
+    clusters: Optional[int] = None
+    clustering: str = "frequency"
+    layer_options: dict = field(default_factory=dict)
+    emb: int = 256
+    hidden: int = 256
+    dropout: float = 0.0
+    batch_size: int = 32
+    bptt: int = 20
+    epochs: int = 1
+    lr: float = 0.1
+    clip: float = 0.25
+    eval_batch: int = 10
+    threads: Optional[int] = None
+    seed: int = 1
+    progress: bool = True
+
+    def check(self) -> None:
+        for name in ("emb", "hidden", "batch_size", "bptt", "epochs", "eval_batch"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise OptionError(f"{name} must be an integer >= 1, got {value!r}")
+        if not (math.isfinite(self.lr) and self.lr > 0):
+            raise OptionError(f"lr must be > 0, got {self.lr!r}")
+        if not (math.isfinite(self.clip) and self.clip > 0):
+            raise OptionError(f"clip must be > 0, got {self.clip!r}")
+        if not 0 <= self.dropout < 1:
+            raise OptionError(f"dropout must be in [0, 1), got {self.dropout!r}")
+        if self.threads is not None and self.threads < 1:
+            raise OptionError(f"threads must be >= 1, got {self.threads!r}")
+
+
+@dataclass
+class HeldOut:
+    perplexity: float
+    nll: float                                   # mean, nats
+    tokens: int
+    cluster_perplexity: Optional[float] = None   # clustered layers: exp(mean -log P(c(w)|h))
+    in_cluster_perplexity: Optional[float] = None
+
+
+@dataclass
+class LMEpoch:
+    train_loss: float
+    seconds: float
+    tokens: int
+    output_seconds: float       # the output layer's forward + backward
+    heldout: HeldOut
+
+    @property
+    def tokens_per_second(self) -> float:
+        return self.tokens / self.seconds if self.seconds > 0 else float("nan")
+
+
+@dataclass
+class LMReport:
+    settings: dict
+    layer: str
+    vocab_size: int
+    train_tokens: int
+    untrained: HeldOut
+    epochs: List[LMEpoch] = field(default_factory=list)
+    reassignments: List[dict] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    def summary(self) -> str:
+        last = self.epochs[-1]
+        h = last.heldout
+        clusters = (f" (cluster {h.cluster_perplexity:,.2f}, in-cluster "
+                    f"{h.in_cluster_perplexity:,.2f})" if h.cluster_perplexity else "")
+        return (f"held-out perplexity {h.perplexity:,.2f}{clusters} after {len(self.epochs)} "
+                f"epoch(s) (untrained {self.untrained.perplexity:,.1f}); "
+                f"{last.tokens_per_second:,.0f} tokens/s, output layer "
+                f"{1e3 * last.output_seconds / max(last.tokens, 1) * 1e3:.1f} ms per 1k tokens")
+
+
+def cluster_log_prob(layer, h: torch.Tensor, target: torch.Tensor) -> Optional[torch.Tensor]:
+    """log P(c(w) | h) of each target for a clustered layer (class softmax, self-organizing
+    forms), None for the others."""
+    from .class_softmax import ClassSoftmax
+    from .self_organizing import SelfOrganizingSoftmax
+    if isinstance(layer, ClassSoftmax):
+        return layer.parts(h, target)[1]
+    if isinstance(layer, SelfOrganizingSoftmax):
+        if layer.form == "two-level":
+            return layer.body.parts(h, target)[1]
+        nodes, _ = layer.body.path_log_probs(h, target)
+        top = torch.arange(nodes.shape[1], device=nodes.device) < \
+            layer.cluster_depth[target].unsqueeze(1)
+        return torch.where(top, nodes, 0).sum(dim=1)
+    return None
+
+
+def build_model(data: LMData, s: LMSettings) -> LSTMLanguageModel:
+    torch.manual_seed(s.seed)
+    options = dict(s.layer_options)
+    if s.output in ("tree", "self-organized-binary"):
+        options.setdefault("sparse", True)  # measured faster for the tree forms (bench_lm_layers)
+    named = {"tree": s.tree, "similarity": s.similarity} if s.output == "tree" else {}
+    if s.output in ("class", "self-organized", "self-organized-binary") or \
+            (s.output == "tree" and s.tree == "clusters"):
+        named["clusters"] = s.clusters
+    if s.output == "class":
+        named["clustering"] = s.clustering
+    layer = make_output_layer(s.output, s.hidden, data.vocab, seed=s.seed, **named, **options)
+    return LSTMLanguageModel(len(data.vocab), layer, s.emb, s.hidden, s.dropout)
+
+
+def _detach(state):
+    return None if state is None else tuple(x.detach() for x in state)
+
+
+@torch.no_grad()
+def evaluate(model: LSTMLanguageModel, ids: np.ndarray, batch: int = 10, bptt: int = 20
+             ) -> HeldOut:
+    """Exact held-out perplexity of ``ids`` (the hidden state carried along each row)."""
+    was_training = model.training
+    model.eval()
+    data = torch.as_tensor(batchify(ids, min(batch, max(1, len(ids) // 2))))
+    nll = cluster_nll = 0.0
+    count = 0
+    clustered = None
+    state = None
+    for t in range(0, data.shape[1] - 1, bptt):
+        x, y = data[:, t:t + bptt], data[:, t + 1:t + 1 + bptt]
+        x = x[:, :y.shape[1]]
+        out, state = model.hidden(x, state)
+        h = out.reshape(-1, out.shape[-1])
+        target = y.reshape(-1)
+        nll -= float(model.output(h, target).output.double().sum())
+        part = cluster_log_prob(model.output, h, target)
+        clustered = part is not None
+        if clustered:
+            cluster_nll -= float(part.double().sum())
+        count += target.numel()
+    model.train(was_training)
+    mean = nll / count
+    result = HeldOut(_exp(mean), mean, count)
+    if clustered:
+        result.cluster_perplexity = _exp(cluster_nll / count)
+        result.in_cluster_perplexity = _exp((nll - cluster_nll) / count)
+    return result
+
+
+def _exp(x: float) -> float:
+    return math.exp(x) if x < 700 else math.inf
+
+
+def train_lm(data: LMData, settings: LMSettings, on_epoch=None) -> "tuple[LSTMLanguageModel, LMReport]":
+    """Train a fresh model on ``data``; returns (model, report). ``on_epoch(report)`` after
+    each epoch (e.g. to save)."""
+    s = settings
+    s.check()
+    if s.threads:
+        torch.set_num_threads(s.threads)
+    # the sparse gradients are torch's own (embedding, the tree layers'): no per-step checks
+    torch.sparse.check_sparse_tensor_invariants.disable()
+    model = build_model(data, s)
+    layer = model.output
+    optimizer = torch.optim.Adagrad(model.parameters(), lr=s.lr)
+    train = torch.as_tensor(batchify(data.train, s.batch_size))
+    report = LMReport(dataclasses.asdict(s), layer.describe(), len(data.vocab), len(data.train),
+                      evaluate(model, data.heldout, s.eval_batch, s.bptt))
+    logger.info("%s; untrained held-out perplexity %.1f", layer.describe(),
+                report.untrained.perplexity)
+    steps = range(0, train.shape[1] - 1, s.bptt)
+    from tqdm.auto import tqdm
+    for epoch in range(s.epochs):
+        model.train()
+        state = None
+        loss_sum, tokens, output_seconds = 0.0, 0, 0.0
+        started = time.perf_counter()
+        bar = tqdm(total=len(steps) * s.batch_size * s.bptt, unit="tok", unit_scale=True,
+                   desc=f"epoch {epoch + 1}/{s.epochs}", disable=not s.progress, leave=False,
+                   dynamic_ncols=True)
+        try:
+            for t in steps:
+                x, y = train[:, t:t + s.bptt], train[:, t + 1:t + 1 + s.bptt]
+                x = x[:, :y.shape[1]]
+                optimizer.zero_grad(set_to_none=True)
+                out, state = model.hidden(x, _detach(state))
+                # the output layer apart: its forward and backward on the detached LSTM output
+                h = out.detach().requires_grad_()
+                layer_started = time.perf_counter()
+                loss = layer(h, y).loss
+                loss.backward()
+                output_seconds += time.perf_counter() - layer_started
+                value = float(loss.detach())
+                if not math.isfinite(value):
+                    raise TrainingDiverged(f"training diverged in epoch {epoch + 1}: the loss "
+                                           f"became {value} (learning rate {s.lr} too high?); "
+                                           f"nothing was written")
+                out.backward(h.grad)
+                clip_grad_norm(model.parameters(), s.clip)
+                optimizer.step()
+                info = layer.after_step(optimizer)
+                if info is not None:
+                    report.reassignments.append({"epoch": epoch, **info})
+                n = y.numel()
+                loss_sum += value * n
+                tokens += n
+                bar.update(n)
+                bar.set_postfix_str(f"loss {loss_sum / tokens:.3f}", refresh=False)
+        finally:
+            bar.close()
+        seconds = time.perf_counter() - started
+        heldout = evaluate(model, data.heldout, s.eval_batch, s.bptt)
+        finite = all(bool(torch.isfinite(p.detach()).all()) for p in model.parameters())
+        if not (finite and math.isfinite(heldout.perplexity)):
+            raise TrainingDiverged(f"training diverged in epoch {epoch + 1}: the "
+                                   f"{'weights' if not finite else 'held-out perplexity'} "
+                                   f"became non-finite (learning rate {s.lr} too high?); "
+                                   f"nothing was written")
+        report.epochs.append(LMEpoch(loss_sum / tokens, seconds, tokens, output_seconds, heldout))
+        logger.info("epoch %d: train loss %.4f, held-out perplexity %.2f, %.0f tokens/s",
+                    epoch + 1, loss_sum / tokens, heldout.perplexity, tokens / seconds)
+        if on_epoch is not None:
+            on_epoch(report)
+    return model, report
+
+
+def save_model(path: str, model: LSTMLanguageModel, data: LMData, report: LMReport) -> None:
+    """The model's state_dict (the output layer's tree / clusters included), its settings and
+    vocabulary: ``load_model`` rebuilds it. Written atomically."""
+    payload = {"state_dict": model.state_dict(), "settings": report.settings,
+               "words": data.vocab.words, "counts": data.vocab.counts.tolist(),
+               "eos": data.eos, "report": report.to_dict()}
+    with atomic_output(path) as fh:
+        torch.save(payload, fh)
+
+
+def load_model(path: str):
+    """(model, vocab, settings) of a file ``save_model`` wrote."""
+    from ..vocab import Vocab
+    payload = torch.load(path, map_location="cpu", weights_only=False)
+    vocab = Vocab(payload["words"], np.asarray(payload["counts"]),
+                  int(np.sum(payload["counts"])))
+    settings = LMSettings(**payload["settings"])
+    data = LMData(vocab, np.zeros(0, np.int64), np.zeros(0, np.int64), payload["eos"])
+    model = build_model(data, settings)
+    model.load_state_dict(payload["state_dict"])
+    return model, vocab, settings
+
+
+def write_report(path: str, report: LMReport) -> None:
+    with atomic_output(path, "w") as fh:
+        json.dump(report.to_dict(), fh, indent=1)

@@ -1,0 +1,163 @@
+"""semhuff-lm and semhuff.lm.trainer: the data pipeline against hand examples, a tiny LM that
+learns (end to end, API and CLI), save / load, bad input, divergence, and semhuff without torch."""
+import json
+import math
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch", reason="the torch extra is not installed")
+
+from semhuff.cli.lm import main as lm_main  # noqa: E402
+from semhuff.errors import CorpusError, OptionError, TrainingDiverged  # noqa: E402
+from semhuff.lm.data import (EOS, UNK, batchify, build_vocab, load_data, split_heldout,  # noqa: E402
+                             tokens)
+from semhuff.lm.trainer import LMSettings, evaluate, load_model, save_model, train_lm  # noqa: E402
+
+
+def test_tokens_unk_and_eos_by_hand():
+    assert tokens("a b\n\nc a\n", eos=True) == ["a", "b", EOS, "c", "a", EOS]
+    assert tokens("a b\nc a", eos=False) == ["a", "b", "c", "a"]
+    vocab = build_vocab(["a", "b", "a", "c", "a", "b", "d"], max_vocab=3)
+    # a (3) and b (2) kept; c and d become <unk> with their summed count 2, after a, tied with b
+    assert vocab.words == ["a", "b", UNK] and vocab.counts.tolist() == [3, 2, 2]
+    # nothing dropped: <unk> still has a place (count 1), for held-out words never seen
+    assert build_vocab(["x", "y", "x"]).words == ["x", "y", UNK]
+
+
+def test_text8_split_by_characters():
+    text = "alpha beta gamma delta"  # 22 characters
+    train, held = split_heldout(text, 8)  # the cut at 14 falls in "gamma": moved to its end
+    assert (train, held) == ("alpha beta gamma", " delta")
+    with pytest.raises(OptionError):
+        split_heldout(text, 30)
+
+
+def test_batchify_rows_are_contiguous_text():
+    ids = np.arange(11)
+    assert batchify(ids, 2).tolist() == [[0, 1, 2, 3, 4], [5, 6, 7, 8, 9]]
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory, lee_path):
+    """lee's first 260 documents (lines) as training text, the rest held out."""
+    lines = open(lee_path, encoding="utf-8").read().splitlines()
+    folder = tmp_path_factory.mktemp("lm")
+    (folder / "train.txt").write_text("\n".join(lines[:260]) + "\n")
+    (folder / "held.txt").write_text("\n".join(lines[260:]) + "\n")
+    return folder
+
+
+@pytest.mark.parametrize("output", ["tree", "self-organized-binary", "full"])
+def test_a_tiny_lm_learns(small, output):
+    data = load_data([str(small / "train.txt")], [str(small / "held.txt")], max_vocab=500)
+    assert data.eos and data.vocab.words.count(UNK) == 1
+    settings = LMSettings(output=output, emb=32, hidden=32, epochs=2, batch_size=16,
+                          progress=False, layer_options={"reassign_every": 20}
+                          if output.startswith("self") else {})
+    model, report = train_lm(data, settings)
+    if output == "full":  # a zero-mean start: about uniform, perplexity ~V
+        assert report.untrained.perplexity == pytest.approx(len(data.vocab), rel=0.1)
+    first, last = report.epochs[0].heldout.perplexity, report.epochs[-1].heldout.perplexity
+    assert last < first < report.untrained.perplexity
+    # better than the training text's unigram model, computed here: it uses the context
+    p = data.vocab.counts / data.vocab.counts.sum()
+    unigram = math.exp(-np.log(p[data.heldout]).mean())
+    assert last < 0.8 * unigram
+    if output.startswith("self"):
+        assert len(report.reassignments) >= 5
+        h = report.epochs[-1].heldout
+        assert h.cluster_perplexity * h.in_cluster_perplexity == pytest.approx(h.perplexity)
+    # the held-out figure is the mean of the layer's own log-probabilities: recompute one batch
+    again = evaluate(model, data.heldout, settings.eval_batch, settings.bptt)
+    assert again.perplexity == pytest.approx(report.epochs[-1].heldout.perplexity, rel=1e-9)
+
+
+def test_save_load_gives_the_same_perplexity(small, tmp_path):
+    data = load_data([str(small / "train.txt")], [str(small / "held.txt")], max_vocab=300)
+    model, report = train_lm(data, LMSettings(output="self-organized", emb=16, hidden=16,
+                                              progress=False,
+                                              layer_options={"reassign_every": 10}))
+    assert report.reassignments
+    path = tmp_path / "m.pt"
+    save_model(str(path), model, data, report)
+    back, vocab, _ = load_model(str(path))
+    assert vocab.words == data.vocab.words
+    assert evaluate(back, data.heldout).perplexity == pytest.approx(
+        report.epochs[-1].heldout.perplexity, rel=1e-9)
+
+
+def test_cli_end_to_end_and_its_errors(small, tmp_path, capsys):
+    out, rep = tmp_path / "lm.pt", tmp_path / "r.json"
+    assert lm_main([str(small / "train.txt"), "--heldout", str(small / "held.txt"),
+                    "--max-vocab", "400", "--emb", "16", "--hidden", "16", "--output", "class",
+                    "--clustering", "random", "--no-progress", "-o", str(out), "--report",
+                    str(rep)]) == 0
+    printed = capsys.readouterr().out
+    assert "held-out perplexity" in printed and "cluster" in printed and out.stat().st_size
+    report = json.loads(rep.read_text())
+    assert report["epochs"][0]["heldout"]["perplexity"] < report["untrained"]["perplexity"]
+    bad = [
+        (["--heldout-chars", "50"], ["nope.txt"], "corpus not found"),
+        ([], [str(small / "train.txt")], "give the held-out text"),
+        (["--heldout-chars", "100", "--tree", "random", "--output", "full"],
+         [str(small / "train.txt")], "--tree: not used by --output full"),
+        (["--heldout-chars", "100", "--layer-option", "colour=1"], [str(small / "train.txt")],
+         "colour"),
+        (["--heldout-chars", "100", "--bptt", "0"], [str(small / "train.txt")], "bptt"),
+    ]
+    for flags, corpus, message in bad:
+        target = tmp_path / "never.pt"
+        assert lm_main([*corpus, *flags, "-o", str(target), "--no-progress"]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and message in err[0], err
+        assert not target.exists()
+
+
+def test_a_diverging_run_fails(small):
+    data = load_data([str(small / "train.txt")], [str(small / "held.txt")], max_vocab=200)
+    with pytest.raises(TrainingDiverged):
+        train_lm(data, LMSettings(output="full", emb=8, hidden=8, lr=1e4, clip=1e4,
+                                  progress=False))
+
+
+def test_empty_held_out_is_an_error(small, tmp_path):
+    (tmp_path / "empty.txt").write_text("\n\n")
+    with pytest.raises(CorpusError):
+        load_data([str(small / "train.txt")], [str(tmp_path / "empty.txt")])
+
+
+def test_semhuff_imports_and_trains_without_torch(tmp_path):
+    """With torch hidden, the package, skip-gram training and the other CLIs work; semhuff-lm
+    says in one line what to install."""
+    script = textwrap.dedent("""
+        import sys
+
+        class NoTorch:  # an import of torch fails as it does without the extra
+            def find_spec(self, name, path=None, target=None):
+                if name == "torch" or name.startswith("torch."):
+                    raise ModuleNotFoundError(f"No module named {name!r}")
+
+        sys.meta_path.insert(0, NoTorch())
+        import semhuff
+        from semhuff import Word2Vec
+        from gensim.test.utils import common_texts
+        m = Word2Vec(common_texts, min_count=1, epochs=1, vector_size=8, progress=False)
+        assert len(m.wv) == 12
+        from semhuff.cli import train  # noqa
+        try:
+            import semhuff.lm
+        except ImportError as exc:
+            assert "pip install 'semhuff[torch]'" in str(exc)
+        else:
+            raise SystemExit("semhuff.lm imported without torch")
+        from semhuff.cli.lm import main
+        sys.exit(main(["x.txt", "--heldout-chars", "10"]))
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().splitlines()[-1].endswith("needs PyTorch: pip install 'semhuff[torch]'")
