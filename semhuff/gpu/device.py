@@ -19,6 +19,7 @@ thread tokenises the corpus: generation and reading overlap the GPU work (``docs
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import threading
 import time
 from typing import Optional
@@ -45,6 +46,11 @@ def _one_line(exc) -> str:
 def load_backend(name: str, blocks: int = 0):
     """The backend object called ``name``; a ``DeviceError`` saying why it is unusable here."""
     module_name, class_name, package = BACKENDS[name]
+    if name == "numba" and importlib.util.find_spec("numba_cuda") is None:
+        # without numba-cuda, numba.cuda is numba's own deprecated target: it imports, then
+        # fails deep inside a session (no get_current_device in its simulator)
+        raise DeviceError(f"--device cuda --backend numba: {package} is not installed; "
+                          f"{INSTALL_HINT}")
     try:
         cls = getattr(importlib.import_module(module_name), class_name)
         return cls(blocks) if name == "numba" else cls()
