@@ -10,7 +10,7 @@ paper's split applies: the last 1M characters are held out, the training text co
   adaptive softmax, class softmax over frequency bins, self-organized (two-level, binary),
   Huffman, SemHuff (WordNet; and bootstrapped from skip-gram vectors this project trains on the
   same training tokens), random and alphabetical trees;
-* ``text8``: a text8-like vocabulary (44,000 words, counted on the first 3M training tokens),
+* ``text8``: a text8-like vocabulary (44,000 words, counted on the first 2M training tokens),
   1 epoch over them, the fast layers and the adaptive softmax.
 
 Every row has the same LSTM (embedding 256, hidden 256, one layer), Adagrad 0.1, clip 0.25,
@@ -36,7 +36,7 @@ SETTINGS = {
                 rows=["full", "adaptive", "class-frequency", "self-organized",
                       "self-organized-binary", "huffman", "semhuff-wordnet", "semhuff-boot",
                       "random", "alphabetical"]),
-    "text8": dict(max_vocab=44_000, train_tokens=3_000_000, heldout_tokens=100_000, epochs=1,
+    "text8": dict(max_vocab=44_000, train_tokens=2_000_000, heldout_tokens=100_000, epochs=1,
                   rows=["huffman", "self-organized-binary", "adaptive", "class-frequency",
                         "self-organized"]),
 }
