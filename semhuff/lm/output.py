@@ -110,9 +110,12 @@ def _tree(tree, vocab, similarity, clusters, seed, builder_options) -> Tree:
         return tree
     if not isinstance(tree, str):
         raise OptionError(f"tree must be a tree-builder name or a Tree, got {type(tree).__name__}")
-    from ..trees import make_tree
+    from ..options import check_settings
+    from ..trees import TREE_OPTIONS, make_tree
     if clusters is not None:
         builder_options = {**builder_options, "clusters": clusters}
+    if tree in TREE_OPTIONS:  # an option the builder does not take is the caller's option error
+        check_settings(f"the {tree} tree", TREE_OPTIONS[tree], builder_options)
     return make_tree(tree, vocab, similarity=similarity, seed=seed, **builder_options)
 
 
