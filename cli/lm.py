@@ -60,7 +60,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "sparse=false); repeatable")
     g = p.add_argument_group("model and training (the paper's defaults where they fit)")
     g.add_argument("--emb", type=int, default=256, help="embedding size (default 256)")
-    g.add_argument("--hidden", type=int, default=256, help="LSTM size (default 256)")
+    g.add_argument("--hidden", type=int, default=256, help="recurrent layer's size (default 256)")
+    g.add_argument("--cell", choices=("lstm", "gru"), default="lstm",
+                   help="recurrent cell: lstm (the self-organized HSM paper) or gru (the p-tHSM "
+                        "poster)")
     g.add_argument("--dropout", type=float, default=0.0, help="dropout on the LSTM's output")
     g.add_argument("--batch-size", type=int, default=32, help="rows read in parallel (default 32)")
     g.add_argument("--bptt", type=int, default=20, help="truncated back-propagation steps (default 20)")
@@ -135,7 +138,7 @@ def _run(args) -> int:
     settings = LMSettings(output=args.output, tree=args.tree, similarity=args.similarity,
                           clusters=args.clusters, clustering=args.clustering or "frequency",
                           layer_options=layer_options(args), emb=args.emb, hidden=args.hidden,
-                          dropout=args.dropout, batch_size=args.batch_size, bptt=args.bptt,
+                          cell=args.cell, dropout=args.dropout, batch_size=args.batch_size, bptt=args.bptt,
                           epochs=args.epochs, lr=args.lr, clip=args.clip, threads=args.threads,
                           seed=args.seed, progress=not args.no_progress and args.quiet == 0)
     unused = [flag for flag, given, uses in (
@@ -161,7 +164,7 @@ def _run(args) -> int:
         write_report(args.report, report)
     if args.quiet == 0:
         print(f"data: {data.describe()}")
-        print(f"model: LSTM {args.emb}/{args.hidden}, {model.output.describe()}")
+        print(f"model: {args.cell.upper()} {args.emb}/{args.hidden}, {model.output.describe()}")
         for i, e in enumerate(report.epochs, 1):
             h = e.heldout
             clusters = (f", cluster {h.cluster_perplexity:,.2f} / in-cluster "

@@ -15,6 +15,7 @@ from semhuff.cli.lm import main as lm_main  # noqa: E402
 from semhuff.errors import CorpusError, OptionError, TrainingDiverged  # noqa: E402
 from semhuff.lm.data import (EOS, UNK, batchify, build_vocab, load_data, split_heldout,  # noqa: E402
                              tokens)
+from semhuff.lm.model import CELLS  # noqa: E402
 from semhuff.lm.trainer import LMSettings, evaluate, load_model, save_model, train_lm  # noqa: E402
 
 
@@ -51,11 +52,12 @@ def small(tmp_path_factory, lee_path):
     return folder
 
 
-@pytest.mark.parametrize("output", ["tree", "self-organized-binary", "full"])
-def test_a_tiny_lm_learns(small, output):
+@pytest.mark.parametrize("output,cell", [("tree", "lstm"), ("self-organized-binary", "lstm"),
+                                         ("full", "lstm"), ("tree", "gru")])
+def test_a_tiny_lm_learns(small, output, cell):
     data = load_data([str(small / "train.txt")], [str(small / "held.txt")], max_vocab=500)
     assert data.eos and data.vocab.words.count(UNK) == 1
-    settings = LMSettings(output=output, emb=32, hidden=32, epochs=2, batch_size=16,
+    settings = LMSettings(output=output, emb=32, hidden=32, cell=cell, epochs=2, batch_size=16,
                           progress=False, layer_options={"reassign_every": 20}
                           if output.startswith("self") else {})
     model, report = train_lm(data, settings)
@@ -76,16 +78,18 @@ def test_a_tiny_lm_learns(small, output):
     assert again.perplexity == pytest.approx(report.epochs[-1].heldout.perplexity, rel=1e-9)
 
 
-def test_save_load_gives_the_same_perplexity(small, tmp_path):
+@pytest.mark.parametrize("cell", ["lstm", "gru"])
+def test_save_load_gives_the_same_perplexity(small, tmp_path, cell):
     data = load_data([str(small / "train.txt")], [str(small / "held.txt")], max_vocab=300)
     model, report = train_lm(data, LMSettings(output="self-organized", emb=16, hidden=16,
-                                              progress=False,
+                                              cell=cell, progress=False,
                                               layer_options={"reassign_every": 10}))
     assert report.reassignments
     path = tmp_path / "m.pt"
     save_model(str(path), model, data, report)
-    back, vocab, _ = load_model(str(path))
+    back, vocab, settings = load_model(str(path))
     assert vocab.words == data.vocab.words
+    assert settings.cell == cell and isinstance(back.lstm, CELLS[cell])
     assert evaluate(back, data.heldout).perplexity == pytest.approx(
         report.epochs[-1].heldout.perplexity, rel=1e-9)
 

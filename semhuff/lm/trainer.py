@@ -31,7 +31,7 @@ import torch
 from ..errors import OptionError, TrainingDiverged
 from ..io_utils import atomic_output
 from .data import LMData, batchify
-from .model import LSTMLanguageModel
+from .model import CELLS, LSTMLanguageModel
 from .optim_state import clip_grad_norm
 from .output import make_output_layer
 
@@ -48,6 +48,7 @@ class LMSettings:
     layer_options: dict = field(default_factory=dict)
     emb: int = 256
     hidden: int = 256
+    cell: str = "lstm"             # "gru": the p-tHSM poster's model
     dropout: float = 0.0
     batch_size: int = 32
     bptt: int = 20
@@ -68,6 +69,8 @@ class LMSettings:
             raise OptionError(f"lr must be > 0, got {self.lr!r}")
         if not (math.isfinite(self.clip) and self.clip > 0):
             raise OptionError(f"clip must be > 0, got {self.clip!r}")
+        if self.cell not in CELLS:
+            raise OptionError(f"cell must be one of {', '.join(CELLS)}, got {self.cell!r}")
         if not 0 <= self.dropout < 1:
             raise OptionError(f"dropout must be in [0, 1), got {self.dropout!r}")
         if self.threads is not None and self.threads < 1:
@@ -149,11 +152,14 @@ def build_model(data: LMData, s: LMSettings) -> LSTMLanguageModel:
     if s.output == "class":
         named["clustering"] = s.clustering
     layer = make_output_layer(s.output, s.hidden, data.vocab, seed=s.seed, **named, **options)
-    return LSTMLanguageModel(len(data.vocab), layer, s.emb, s.hidden, s.dropout)
+    return LSTMLanguageModel(len(data.vocab), layer, s.emb, s.hidden, s.dropout, cell=s.cell)
 
 
 def _detach(state):
-    return None if state is None else tuple(x.detach() for x in state)
+    """The recurrent state cut from the graph: (h, c) for an LSTM, h for a GRU."""
+    if state is None or isinstance(state, torch.Tensor):
+        return None if state is None else state.detach()
+    return tuple(x.detach() for x in state)
 
 
 @torch.no_grad()
