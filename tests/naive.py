@@ -132,6 +132,41 @@ def cbow(sentence, syn0, out, window, predict, mean=True):
     return syn0, out, loss
 
 
+def skipgram_two_layers(sentence, syn0, outs, window, predictors):
+    """Skip-gram with two output layers on the same input vectors (gensim's ``hs=1,
+    negative>0``): at each centre, each layer in turn over all its contexts, every context
+    vector receiving its error right after its own prediction."""
+    syn0, outs = syn0.astype(np.float64), [o.astype(np.float64) for o in outs]
+    loss = 0.0
+    for pos, w in enumerate(sentence):
+        for predict, out in zip(predictors, outs):
+            for c in contexts(len(sentence), pos, window):
+                err, nll = predict(syn0[sentence[c]], w, out)
+                loss += nll
+                syn0[sentence[c]] += err
+    return syn0, outs, loss
+
+
+def cbow_two_layers(sentence, syn0, outs, window, predictors):
+    """CBOW with two output layers (word2vec.c's ``-hs 1 -negative N``): both predict from the
+    same context mean; every context occurrence receives the sum of their errors."""
+    syn0, outs = syn0.astype(np.float64), [o.astype(np.float64) for o in outs]
+    loss = 0.0
+    for pos, w in enumerate(sentence):
+        ctx = [sentence[c] for c in contexts(len(sentence), pos, window)]
+        if not ctx:
+            continue
+        h = np.mean([syn0[r] for r in ctx], axis=0)
+        total = np.zeros_like(h)
+        for predict, out in zip(predictors, outs):
+            err, nll = predict(h, w, out)
+            total += err
+            loss += nll
+        for r in ctx:
+            syn0[r] += total
+    return syn0, outs, loss
+
+
 def hs_log_prob(h, word_path, syn1) -> float:
     """log P(w | h) = sum over the path of log sigmoid(+-h . row), float64."""
     return sum(log_sigmoid(float(h @ syn1[row]) * (1 - 2 * code)) for row, code in word_path)

@@ -96,23 +96,27 @@ def sg_hs(ids, bounds, syn0, syn1, points, codes, lengths, keep_thr, window, alp
     for alpha, w, ctx in _centres(ids, bounds, keep_thr, window, alpha0, min_alpha, words_before,
                                   total_words, rng, totals):
         totals.pairs += len(ctx)
-        err = [np.zeros(syn0.shape[1], np.float32) for _ in ctx]
-        top = min(batch_levels, int(lengths[w]))
-        for i in range(top):
-            node, code = points[w, i], int(codes[w, i])
-            row = syn1[node].copy()
-            grads = []
-            for r in ctx:
-                f, nll = _table_sigmoid_and_nll(float(np.dot(syn0[r], row)), code)
-                totals.loss += nll
-                grads.append(0.0 if f is None else (1 - code - f) * alpha)
-            for j, r in enumerate(ctx):
-                err[j] += np.float32(grads[j]) * row
-                syn1[node] += np.float32(grads[j]) * syn0[r]
-        for j, r in enumerate(ctx):
-            _hs_walk(syn0[r], w, syn1, points, codes, lengths, alpha, top, err[j], totals)
-            syn0[r] += err[j]
+        _sg_hs_centre(syn0, syn1, points, codes, lengths, alpha, w, ctx, batch_levels, totals)
     return totals.result()
+
+
+def _sg_hs_centre(syn0, syn1, points, codes, lengths, alpha, w, ctx, batch_levels, totals):
+    err = [np.zeros(syn0.shape[1], np.float32) for _ in ctx]
+    top = min(batch_levels, int(lengths[w]))
+    for i in range(top):
+        node, code = points[w, i], int(codes[w, i])
+        row = syn1[node].copy()
+        grads = []
+        for r in ctx:
+            f, nll = _table_sigmoid_and_nll(float(np.dot(syn0[r], row)), code)
+            totals.loss += nll
+            grads.append(0.0 if f is None else (1 - code - f) * alpha)
+        for j, r in enumerate(ctx):
+            err[j] += np.float32(grads[j]) * row
+            syn1[node] += np.float32(grads[j]) * syn0[r]
+    for j, r in enumerate(ctx):
+        _hs_walk(syn0[r], w, syn1, points, codes, lengths, alpha, top, err[j], totals)
+        syn0[r] += err[j]
 
 
 def _cbow(ids, bounds, syn0, keep_thr, window, alpha0, min_alpha, words_before, total_words,
@@ -156,6 +160,32 @@ def sg_ns(ids, bounds, syn0, syn1neg, alias_thr, alias_idx, negative, keep_thr, 
             _ns_predict(syn0[r], w, syn1neg, alias_thr, alias_idx, negative, alpha, err, rng, totals)
             syn0[r] += err
     return totals.result()
+
+
+def sg_hs_ns(ids, bounds, syn0, syn1, points, codes, lengths, syn1neg, alias_thr, alias_idx,
+             negative, keep_thr, window, alpha0, min_alpha, words_before, total_words, seed,
+             batch_levels=0):
+    """Skip-gram with HS and NS: at each centre sg_hs's step over its contexts, then sg_ns's."""
+    rng, totals = Lcg(seed), Totals()
+    for alpha, w, ctx in _centres(ids, bounds, keep_thr, window, alpha0, min_alpha, words_before,
+                                  total_words, rng, totals):
+        totals.pairs += len(ctx)
+        _sg_hs_centre(syn0, syn1, points, codes, lengths, alpha, w, ctx, batch_levels, totals)
+        for r in ctx:
+            err = np.zeros(syn0.shape[1], np.float32)
+            _ns_predict(syn0[r], w, syn1neg, alias_thr, alias_idx, negative, alpha, err, rng, totals)
+            syn0[r] += err
+    return totals.result()
+
+
+def cbow_hs_ns(ids, bounds, syn0, syn1, points, codes, lengths, syn1neg, alias_thr, alias_idx,
+               negative, keep_thr, window, alpha0, min_alpha, words_before, total_words, seed):
+    """CBOW with HS and NS from the same context mean, the errors summed."""
+    def predict(h, w, alpha, err, rng, totals):
+        _hs_walk(h, w, syn1, points, codes, lengths, alpha, 0, err, totals)
+        _ns_predict(h, w, syn1neg, alias_thr, alias_idx, negative, alpha, err, rng, totals)
+    return _cbow(ids, bounds, syn0, keep_thr, window, alpha0, min_alpha, words_before,
+                 total_words, seed, predict)
 
 
 def pairs(ids, bounds, keep_thr, window, alpha0, min_alpha, words_before, total_words, seed,

@@ -77,6 +77,32 @@ def test_cbow_ns_matches_stream_reference(sample):
     _compare(loop.cbow_kernel(DIM, loop.NS), reference.cbow_ns, _ns_args, len, sample)
 
 
+@pytest.mark.parametrize("sg,batch_levels", [(True, 0), (True, 4), (False, 0)])
+def test_hs_ns_matches_stream_reference(sg, batch_levels):
+    """Both output layers on the same inputs; the NS rows live in the layer's arrays (larg)."""
+    ids, bounds, vocab, syn0, keep = _setup(0.05)
+    rng = np.random.default_rng(1)
+    syn1 = (rng.random((len(vocab) - 1, DIM), dtype=np.float32) - 0.5).astype(np.float32)
+    syn1neg = (rng.random((len(vocab), DIM), dtype=np.float32) - 0.5).astype(np.float32)
+    got = [syn0.copy(), syn1.copy(), syn1neg.copy()]
+    want = [a.copy() for a in got]
+    hs_args, ns_args = _hs_args(vocab), _ns_args(vocab)
+    kernel = loop.kernel(sg, DIM, loop.HS_NS, batch_levels)
+    out_k = kernel(ids, bounds, got[0], got[1], (hs_args, ns_args, got[2]), loop.no_stats(),
+                   keep, *COMMON[:1], True, *COMMON[1:], np.uint64(3), loop.NO_HOT, loop.NO_HOT)
+    if sg:
+        out_r = reference.sg_hs_ns(ids, bounds, want[0], want[1], *hs_args, want[2], *ns_args,
+                                   keep, *COMMON, np.uint64(3), batch_levels=batch_levels)
+    else:
+        out_r = reference.cbow_hs_ns(ids, bounds, want[0], want[1], *hs_args, want[2], *ns_args,
+                                     keep, *COMMON, np.uint64(3))
+    assert out_k[1:] == out_r[1:]
+    assert out_k[0] == pytest.approx(out_r[0], rel=1e-4)
+    for a, b, start in zip(got, want, (syn0, syn1, syn1neg)):
+        np.testing.assert_allclose(a, b, rtol=1e-3, atol=2e-4)
+        assert not np.allclose(a, start)  # each array trained
+
+
 @pytest.mark.parametrize("sg", [True, False])
 def test_pairs_body_emits_the_training_windows(sg):
     """The PAIRS body (what a batcher, e.g. the GPU path, trains on) draws the same

@@ -106,6 +106,24 @@ def test_negative_sampling_step(sg):
 
 
 @pytest.mark.parametrize("sg", [True, False], ids=["skipgram", "cbow"])
+def test_hs_and_negative_sampling_together(sg):
+    """The HS_NS body (gensim's hs=1 + negative): both layers' rows and the input vectors."""
+    tree, paths, syn0, syn1 = _hs_setup()
+    syn1neg = _weights(len(COUNTS), 5)
+    got_neg = syn1neg.copy()  # the body writes the NS rows in place (the layer's arrays)
+    larg = ((tree.points, tree.codes, tree.lengths), _one_noise_word(), got_neg)
+    got0, got1, loss, _ = _run(loop.kernel(sg, DIM, loop.HS_NS), syn0, syn1, larg)
+    architecture = naive.skipgram_two_layers if sg else naive.cbow_two_layers
+    exp0, (exp1, exp_neg), exp_loss = architecture(
+        SENTENCE.tolist(), syn0, [syn1, syn1neg], WINDOW,
+        [naive.hs_predictor(paths, ALPHA), naive.ns_predictor([NOISE_WORD] * NEGATIVE, ALPHA)])
+    _close(got0, syn0, exp0)
+    _close(got1, syn1, exp1)
+    _close(got_neg, syn1neg, exp_neg)
+    assert loss == pytest.approx(exp_loss, rel=1e-2)
+
+
+@pytest.mark.parametrize("sg", [True, False], ids=["skipgram", "cbow"])
 def test_scoring_is_exact(sg):
     """The scoring body: float64 log-likelihood through the path, no table, no update."""
     tree, paths, syn0, syn1 = _hs_setup()

@@ -14,6 +14,11 @@ the *body* of the output layer does the work for that centre:
 * ``SO_HS``     hierarchical softmax over a tree built from clusters, training, and on a sample
                 of the centres the full cluster distribution for the statistic
                 (``classes.tree_centre`` / ``classes.tree_predict``, the binary form);
+* ``HS_NS``     hierarchical softmax and negative sampling on the same input vectors (gensim's
+                ``hs=1, negative>0``; word2vec.c's ``-hs 1 -negative N``): ``larg = (the HS
+                layer's arrays, the NS layer's, the NS rows)``; skip-gram runs the centre's HS
+                body, then its NS body (gensim's order: each applies its own input update),
+                CBOW both from the same context mean with the summed error (word2vec.c's);
 * ``PAIRS``     emit the (input, target, learning rate) pairs instead of training: the same
                 windows, down-sampling and random stream, for a batcher (e.g. the GPU path);
 * ``CUSTOM``    a user's per-prediction body ``body(h, w, weights, larg, alpha, err, state) ->
@@ -74,9 +79,9 @@ from .compiler import VECTOR_WIDTH, KernelCompiler, stack_row
 from .common import (add_to_contexts, alpha_at, context_mean, context_window, lcg_next, lcg_u32,
                      longest_sentence, subsample_sentence)
 
-HS, NS, HS_SCORE, PAIRS, CUSTOM, CLASS, CLASS_SCORE, SO_HS = 0, 1, 2, 3, 4, 5, 6, 7
+HS, NS, HS_SCORE, PAIRS, CUSTOM, CLASS, CLASS_SCORE, SO_HS, HS_NS = 0, 1, 2, 3, 4, 5, 6, 7, 8
 BODIES = {"hs": HS, "ns": NS, "hs_score": HS_SCORE, "pairs": PAIRS, "custom": CUSTOM,
-          "class": CLASS, "class_score": CLASS_SCORE, "so_hs": SO_HS}
+          "class": CLASS, "class_score": CLASS_SCORE, "so_hs": SO_HS, "hs_ns": HS_NS}
 
 
 def _sources_digest() -> int:
@@ -155,6 +160,8 @@ def kernel(sg: bool, dim: int, body: int, batch_levels: int = 0, stats: bool = F
         noise = np.empty(0, np.uint64)  # NS: the noise rows of a centre's predictions
         if OUT == NS:
             noise = np.empty(2 * window * larg[2], np.uint64)
+        elif OUT == HS_NS:
+            noise = np.empty(2 * window * larg[1][2], np.uint64)
         rowbuf = np.empty(0, np.int32)  # HS mapping a path per centre: its rows
         if MAP:
             rowbuf = np.empty(larg[0].shape[1], np.int32)
@@ -215,6 +222,12 @@ def kernel(sg: bool, dim: int, body: int, batch_levels: int = 0, stats: bool = F
                     elif OUT == NS:
                         centre_loss, state = ns.centre(syn0, weights, larg, scratch, ctx, k, w,
                                                        alpha, state, cfg)
+                    elif OUT == HS_NS:
+                        centre_loss, state = hs.centre(syn0, weights, larg[0], scratch, ctx, k,
+                                                       w, alpha, state, cfg)
+                        ns_loss, state = ns.centre(syn0, larg[2], larg[1], scratch, ctx, k, w,
+                                                   alpha, state, cfg)
+                        centre_loss += ns_loss
                     elif OUT == CLASS:
                         centre_loss, state = classes.centre(syn0, weights, larg, scratch, ctx, k,
                                                             w, alpha, state, cfg)
@@ -246,6 +259,14 @@ def kernel(sg: bool, dim: int, body: int, batch_levels: int = 0, stats: bool = F
                     elif OUT == NS:
                         centre_loss, state = ns.predict(hidden, w, weights, larg, scratch, alpha,
                                                         work, state, cfg)
+                    elif OUT == HS_NS:  # both from the same mean; the context gets their sum
+                        centre_loss, state = hs.predict(hidden, w, weights, larg[0], scratch,
+                                                        alpha, work, state, cfg)
+                        ns_loss, state = ns.predict(hidden, w, larg[2], larg[1], scratch, alpha,
+                                                    err, state, cfg)
+                        centre_loss += ns_loss
+                        for d in range(D):
+                            work[d] += err[d]
                     elif OUT == CLASS:
                         centre_loss, state = classes.predict(hidden, w, weights, larg, scratch,
                                                              alpha, work, state, cfg)

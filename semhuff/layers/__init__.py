@@ -9,6 +9,7 @@ from ..options import Option, check_settings
 from .base import OutputLayer
 from .classes import ClassSoftmax
 from .hs import HierarchicalSoftmax
+from .hs_ns import HierarchicalSoftmaxAndNegative
 from .ns import NegativeSampling
 from .self_organized import SelfOrganizedHS
 
@@ -30,6 +31,7 @@ def register_output_layer(name: str):
 
 register_output_layer("hs")(HierarchicalSoftmax)
 register_output_layer("ns")(NegativeSampling)
+register_output_layer("hs+ns")(HierarchicalSoftmaxAndNegative)
 register_output_layer("class")(ClassSoftmax)
 register_output_layer("hs-self-organized")(SelfOrganizedHS)
 
@@ -67,7 +69,8 @@ def layer_from_state(name: str, config: dict, arrays) -> OutputLayer:
     return OUTPUT_LAYERS[name].from_state(config, arrays)
 
 
-__all__ = ["OUTPUT_LAYERS", "ClassSoftmax", "HierarchicalSoftmax", "NegativeSampling",
+__all__ = ["OUTPUT_LAYERS", "ClassSoftmax", "HierarchicalSoftmax",
+           "HierarchicalSoftmaxAndNegative", "NegativeSampling",
            "OutputLayer", "SelfOrganizedHS",
            "check_layer_settings", "declared_layer_options", "layer_class", "layer_from_state",
            "register_output_layer"]
