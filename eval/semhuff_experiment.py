@@ -5,6 +5,8 @@
 * ``semhuff-boot``  hierarchical softmax over a SemHuff tree bootstrapped from the ``huffman``
                     vectors of the same dimension and seed (their top-30 cosine neighbours),
 * ``ns7``           negative sampling with 7 negatives,
+* ``huffman+ns7``, ``semhuff-wn+ns7``: both output layers on the same input vectors (gensim's
+                    ``hs=1, negative=7``; ``loss="hs+ns"``) over the Huffman / WordNet SemHuff tree,
 
 for every dimension and seed, the same epochs / window / corpus for all; every cell is scored with
 the evaluation suite (``semhuff.evaluation``: word-pair similarity, analogy, synonym MR/MRR, POS).
@@ -36,10 +38,15 @@ from typing import Dict, List, Optional
 
 from semhuff.data import data_root
 
-METHODS = ("huffman", "semhuff-wn", "semhuff-boot", "ns7")
+METHODS = ("huffman", "semhuff-wn", "semhuff-boot", "ns7", "huffman+ns7", "semhuff-wn+ns7")
 LABELS = {"huffman": "HS-Huffman", "semhuff-wn": "HS-SemHuff (WordNet)",
-          "semhuff-boot": "HS-SemHuff (bootstrap)", "ns7": "NS-7"}
+          "semhuff-boot": "HS-SemHuff (bootstrap)", "ns7": "NS-7",
+          "huffman+ns7": "HS-Huffman + NS-7", "semhuff-wn+ns7": "HS-SemHuff (WordNet) + NS-7"}
 DEFAULT_CORPUS = "corpus/corpus.txt.gz"
+
+
+def _loss(method: str) -> str:
+    return "ns" if method == "ns7" else "hs+ns" if method.endswith("+ns7") else "hs"
 
 # Rows of the summary table: (task, dataset, metric, label); every other score stays in the JSON.
 HEADLINE = [
@@ -187,9 +194,9 @@ class Experiment:
         if vec.exists() and record.exists():
             return
         tree_info: Dict = {}
-        if method == "huffman" or method == "ns7":
+        if method in ("huffman", "ns7", "huffman+ns7"):
             tree = "huffman"
-        elif method == "semhuff-wn":
+        elif method in ("semhuff-wn", "semhuff-wn+ns7"):
             tree, tree_info = self.wordnet_tree()
             tree_info = {**tree_info, "tree_cached": True}
         else:  # semhuff-boot: top-k neighbours of the huffman vectors of this dim and seed
@@ -201,7 +208,7 @@ class Experiment:
             log(f"bootstrapped tree: {tree_info['tree_seconds']:.1f} s")
         log(f"training d{dim} s{seed} {method}, {self.args.epochs} epochs")
         model = Word2Vec(None, vector_size=dim, window=self.args.window, min_count=self.args.min_count,
-                         sample=self.args.sample, sg=1, loss="ns" if method == "ns7" else "hs",
+                         sample=self.args.sample, sg=1, loss=_loss(method),
                          epochs=self.args.epochs, workers=self.args.workers, seed=seed,
                          progress=False, **self.layer_settings(method, tree))
         model.set_vocab(self.vocab())  # the same vocabulary for every cell: no second scan
@@ -226,7 +233,9 @@ class Experiment:
         """The output layer's own settings: negative sampling's, or the tree's and HS order."""
         if method == "ns7":
             return {"negative": self.args.negative}
-        return {"tree": tree, **({"hs_order": self.args.hs_order} if self.args.hs_order else {})}
+        negative = {"negative": self.args.negative} if method.endswith("+ns7") else {}
+        return {"tree": tree, **negative,
+                **({"hs_order": self.args.hs_order} if self.args.hs_order else {})}
 
     def suite_config(self):
         from semhuff.evaluation import SuiteConfig
@@ -392,7 +401,8 @@ def parse_args(argv=None):
     p.add_argument("--out", required=True, help="output folder (vectors, records, results); use /tmp")
     p.add_argument("--dims", default="50,200")
     p.add_argument("--seeds", default="1,2")
-    p.add_argument("--methods", default=",".join(METHODS), help=f"subset of {','.join(METHODS)}")
+    p.add_argument("--methods", default=",".join(METHODS[:4]),
+                   help=f"subset of {','.join(METHODS)} (default: the first four)")
     p.add_argument("--epochs", type=int, default=3)
     p.add_argument("--window", type=int, default=5)
     p.add_argument("--min-count", type=int, default=5)
