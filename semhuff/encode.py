@@ -49,6 +49,27 @@ def _encode(tokens, ends, get) -> Chunk:
     return Chunk(raw[known], bounds, len(tokens))
 
 
+def count_words(sentences, index: Dict[str, int], chunk_words: int = DEFAULT_CHUNK_WORDS,
+                progress=None) -> tuple:
+    """(in-vocabulary words, raw words) of one pass over ``sentences``, counted by the same
+    tokenising and encoding as a training epoch's first pass (compiled for plain files), so the
+    numbers are the ones training will see. ``progress(raw)`` after each chunk."""
+    from . import fastscan
+    from .corpus import Corpus
+    if isinstance(sentences, Corpus) and fastscan.eligible(sentences):
+        words = sorted(index, key=index.get)
+        chunks = fastscan.encode_chunks(sentences, words, chunk_words, take=False)
+    else:
+        chunks = encode_chunks(sentences, index, chunk_words)
+    kept = raw = 0
+    for chunk in chunks:
+        kept += len(chunk.ids)
+        raw += chunk.raw_tokens
+        if progress is not None:
+            progress(chunk.raw_tokens)
+    return kept, raw
+
+
 class EpochSource:
     """Yields each epoch's chunks: from the corpus the first time (filling the cache), from the
     cache afterwards. With ``use_cache=False`` every epoch re-reads the corpus, and so do the

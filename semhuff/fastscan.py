@@ -742,12 +742,17 @@ def _corpus_key(corpus: Corpus):
     return tuple(_file_key(p) for p in corpus.files), corpus.max_sentence_length
 
 
-def encode_chunks(corpus: Corpus, words: List[str], chunk_words: int) -> Iterator[Chunk]:
+def encode_chunks(corpus: Corpus, words: List[str], chunk_words: int,
+                  take: bool = True) -> Iterator[Chunk]:
     """The chunks ``encode.encode_chunks(corpus, index, chunk_words)`` yields, in compiled
     code: from the vocabulary scan's recording of this corpus when there is one, else by
-    tokenising. Every file must be ``eligible`` (valid UTF-8, no giant token)."""
-    recorded = _RECORDED.pop(_corpus_key(corpus), None)
-    _RECORDED.clear()  # one for other (or changed) files: never of use now
+    tokenising. Every file must be ``eligible`` (valid UTF-8, no giant token). ``take=False``
+    (a count before training) leaves the recording for the first epoch."""
+    if not take:
+        recorded = _RECORDED.get(_corpus_key(corpus))
+    else:
+        recorded = _RECORDED.pop(_corpus_key(corpus), None)
+        _RECORDED.clear()  # one for other (or changed) files: never of use now
     if recorded is not None:
         return recorded_chunks(*recorded, words, chunk_words, corpus.max_sentence_length)
     return _tokenised_chunks(corpus, words, chunk_words)

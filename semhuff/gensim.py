@@ -327,14 +327,15 @@ class Word2Vec:
     def _words_per_epoch(self, total_examples, total_words):
         """In-vocabulary words per epoch for the learning-rate schedule: the vocabulary's corpus
         unless the totals given describe another one (then scaled from them, as gensim's
-        progress is)."""
+        progress is). Always a number: gensim's totals set the schedule, so semhuff's own
+        count of the corpus (``semhuff.Word2Vec.train``'s default) is never needed here."""
         vocab = self.semhuff.vocab
         share = vocab.retained_tokens / max(1, vocab.total_tokens)
         if total_words is not None and total_words != self.corpus_total_words:
             return max(1, round(total_words * share))
         if total_words is None and total_examples != self.corpus_count and self.corpus_count:
             return max(1, round(total_examples * vocab.retained_tokens / self.corpus_count))
-        return None
+        return vocab.retained_tokens
 
     def get_latest_training_loss(self) -> float:
         """The summed loss (negative log-likelihood, nats) of the last ``train()`` call so far;

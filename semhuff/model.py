@@ -10,8 +10,9 @@ from typing import List, Optional, Sequence, Union
 import numpy as np
 
 from . import checkpoint as checkpoint_file
-from .corpus import DEFAULT_MAX_SENTENCE_LENGTH, as_corpus, is_one_shot
+from .corpus import DEFAULT_MAX_SENTENCE_LENGTH, Corpus, as_corpus, is_one_shot, is_url
 from .distributed import DaskRunner
+from .encode import count_words
 from .devices import check_device_options, check_layer_device, make_device, scoring_device
 from .errors import CorpusError, ModelFileError, OptionError, SemhuffError, TrainingDiverged
 from .hooks import Hook
@@ -137,6 +138,7 @@ class Word2Vec:
         self.train_calls = 0  # completed train() calls, saved: each call's seed is seed + this
         self.annotations: dict = {}  # JSON-able notes saved with the model (semhuff.gensim's)
         self._wv = None
+        self._scanned = None  # (corpus key, vocab) of build_vocab's scan: see _epoch_words
         if sentences is not None:
             if is_one_shot(sentences):
                 raise CorpusError("sentences is a one-shot iterator (a generator?): the vocabulary "
@@ -151,7 +153,9 @@ class Word2Vec:
         """Scan the corpus, then ``set_vocab``: the vocabulary, the output layer (its tree) and
         freshly initialised weights."""
         if self.dask_runner is not None:
-            return self.set_vocab(self.dask_runner.build_vocab(self, sentences))
+            vocab = self.set_vocab(self.dask_runner.build_vocab(self, sentences))
+            self._scanned = (_corpus_key(as_corpus(sentences, self.max_sentence_length)), vocab)
+            return vocab
         corpus = as_corpus(sentences, self.max_sentence_length)
         bar = _scan_bar(self.progress)
         try:
@@ -162,7 +166,9 @@ class Word2Vec:
         stats = getattr(corpus, "stats", None)
         if stats is not None and stats.invalid_utf8:
             logger.warning("%d invalid UTF-8 sequences were replaced by U+FFFD", stats.invalid_utf8)
-        return self.set_vocab(vocab)
+        self.set_vocab(vocab)
+        self._scanned = (_corpus_key(corpus), vocab)
+        return vocab
 
     def set_vocab(self, vocab: Vocab) -> Vocab:
         """Use a ready vocabulary (e.g. one ``Vocab.build`` made once for several models): build
@@ -198,11 +204,17 @@ class Word2Vec:
     def train(self, sentences=None, epochs: Optional[int] = None, corpus_file=None,
               hooks: Sequence[Hook] = (), words_per_epoch: Optional[int] = None,
               checkpoint: Optional[str] = None, checkpoint_every: float = 30.0,
-              _resume=None) -> TrainReport:
+              _resume=None, _epoch_words=None) -> TrainReport:
         """Train (or keep training) on ``sentences``; the learning rate decays linearly from
         ``alpha`` to ``min_alpha`` over these ``epochs``, which hold ``words_per_epoch``
-        in-vocabulary words each (default: as many as the corpus the vocabulary was built from).
-        Returns the ``TrainReport``. A run whose loss or weights become non-finite raises
+        in-vocabulary words each. Default: the words of ``sentences`` itself, so the rate
+        reaches ``min_alpha`` at the end of this call and the progress bar 100% whatever the
+        corpus: taken from the vocabulary's scan when ``sentences`` is the corpus
+        ``build_vocab`` scanned (the same files, unchanged, or the same object), else counted
+        by one reading pass first (compiled for files, about as fast as the vocabulary scan),
+        as when continuing a loaded model on more text. A one-shot iterator cannot be counted
+        ahead: give ``words_per_epoch`` (else the vocabulary's corpus length is used, with a
+        warning). Returns the ``TrainReport``. A run whose loss or weights become non-finite raises
         ``TrainingDiverged``. ``checkpoint``: a file written (atomically) every
         ``checkpoint_every`` minutes and at the end, from which ``Word2Vec.resume`` continues
         a killed run (``semhuff.checkpoint``)."""
@@ -225,14 +237,14 @@ class Word2Vec:
                     "skip-gram" if self.sg else "CBOW", self.layer.describe(), self.vector_size,
                     self.window, epochs, self.workers, self.device,
                     f" ({self.backend})" if self.backend else "")
-        retained, raw = self.vocab.retained_tokens, self.vocab.total_tokens
-        if words_per_epoch is not None:
-            retained, raw = max(1, int(words_per_epoch)), max(1, int(words_per_epoch * raw / retained))
+        retained, raw = (_epoch_words if _epoch_words is not None
+                         else self._epoch_words(corpus, words_per_epoch))
         saver = None
         if checkpoint is not None:
-            saver = checkpoint_file.Checkpointer(self, checkpoint, checkpoint_every, corpus, epochs, words_per_epoch)
+            saver = checkpoint_file.Checkpointer(self, checkpoint, checkpoint_every, corpus,
+                                                 epochs, words_per_epoch, (retained, raw))
         if self.dask_runner is not None:
-            report = self.dask_runner.train(self, corpus, epochs, words_per_epoch, saver, hooks,
+            report = self.dask_runner.train(self, corpus, epochs, retained, saver, hooks,
                                             _resume)
         else:
             session = self._session()
@@ -253,10 +265,37 @@ class Word2Vec:
                                    f"(learning rate {self.alpha} too high?)")
         self.reports.append(report)
         self.train_calls += 1
+        if self._scanned is not None and self._scanned[0] and self._scanned[0][0] == "object":
+            self._scanned = None  # not pinning the caller's sentences in memory from now on
         if saver is not None:
             saver.finish(report)
         logger.info("%s", report.summary())
         return report
+
+    def _epoch_words(self, corpus, words_per_epoch: Optional[int] = None) -> tuple:
+        """(in-vocabulary, raw) words an epoch of ``corpus`` holds: the learning-rate schedule
+        runs over epochs x the first, the progress bar over epochs x the second."""
+        vocab = self.vocab
+        if words_per_epoch is not None:  # raw words scaled by the vocabulary's corpus
+            words = max(1, int(words_per_epoch))
+            return words, max(1, int(words * vocab.total_tokens / max(1, vocab.retained_tokens)))
+        scanned = self._scanned
+        if scanned is not None and scanned[1] is vocab and _same_corpus(scanned[0], corpus):
+            return vocab.retained_tokens, vocab.total_tokens
+        if is_one_shot(corpus):
+            logger.warning("train() on a one-shot iterator cannot count its words ahead: the "
+                           "learning rate decays over the vocabulary's corpus length (%d words "
+                           "an epoch); pass words_per_epoch if it is another corpus",
+                           vocab.retained_tokens)
+            return vocab.retained_tokens, vocab.total_tokens
+        bar = _scan_bar(self.progress, "counting")
+        try:
+            kept, raw = count_words(corpus, vocab.index, self.chunk_words, bar.update)
+        finally:
+            bar.close()
+        logger.info("this corpus: %d words an epoch, %d of them in the vocabulary (the "
+                    "learning rate falls to min_alpha over these)", raw, kept)
+        return max(1, kept), max(1, raw)
 
     @classmethod
     def resume(cls, checkpoint: str, sentences=None, **options) -> "Word2Vec":
@@ -438,6 +477,29 @@ def _jsonable(value) -> bool:
         return False
 
 
-def _scan_bar(enabled: bool):
+def _scan_bar(enabled: bool, desc: str = "vocabulary"):
     from tqdm.auto import tqdm
-    return tqdm(unit="w", unit_scale=True, desc="vocabulary", disable=not enabled, leave=False)
+    return tqdm(unit="w", unit_scale=True, desc=desc, disable=not enabled, leave=False)
+
+
+def _corpus_key(corpus):
+    """What identifies the corpus a vocabulary was scanned from: its files with their sizes and
+    times (a file changed since is another corpus), any one-shot iterator (the documented
+    ``build_vocab(generator); train(another generator of the same text)``), else the object."""
+    if isinstance(corpus, Corpus):
+        try:
+            return ("files", tuple((os.path.abspath(f), os.stat(f).st_size, os.stat(f).st_mtime_ns)
+                                   if not is_url(f) else (f,) for f in corpus.files))
+        except OSError:
+            return None
+    if is_one_shot(corpus):
+        return ("one-shot",)
+    return ("object", corpus)
+
+
+def _same_corpus(key, corpus) -> bool:
+    if key is None:
+        return False
+    if key[0] == "object":
+        return key[1] is corpus
+    return key == _corpus_key(corpus)

@@ -67,7 +67,8 @@ class EpochStats:
 
 @dataclass
 class ChunkStats:
-    """One chunk's result, in the order results arrived (the loss curve of ``--report``)."""
+    """One chunk's result (the loss curve of ``--report``); ``record_chunk`` keeps them in
+    corpus order, (epoch, chunk number), whatever order the workers finished them in."""
 
     epoch: int
     number: int
@@ -87,6 +88,11 @@ def record_chunk(records: List[ChunkStats], new: ChunkStats, limit: int = MAX_CH
     the later time), so the loss curve keeps its shape at half the resolution and the memory
     and the report stay bounded however long the run."""
     records.append(new)
+    i = len(records) - 1  # with 2+ workers chunks finish out of order, a few places at most
+    while i > 0 and (records[i - 1].epoch, records[i - 1].number) > (new.epoch, new.number):
+        records[i] = records[i - 1]
+        i -= 1
+    records[i] = new
     if len(records) <= limit:
         return
     merged: List[ChunkStats] = []
