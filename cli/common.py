@@ -131,11 +131,54 @@ def add_plugin_option(parser: argparse.ArgumentParser) -> None:
                              "or devices); repeatable")
 
 
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Each option's default shown once (issue 23: "(default 1,000,000) (default: None)"): not
+    added when the help already says it, nor for an option without one (None), a flag
+    (``store_true``, ``-q``/``-v`` counts) or a suppressed default."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if ("default" in text.lower() or action.default is None or action.default is False
+                or action.default is argparse.SUPPRESS
+                or isinstance(action, (argparse._StoreConstAction, argparse._CountAction))):
+            return text
+        return super()._get_help_string(action)
+
+
+def short_usage(parser: argparse.ArgumentParser) -> str:
+    """``usage: PROG [options] POSITIONALS`` on one line: the positionals and required options
+    only, never the full option list."""
+    if parser.usage:
+        return f"usage: {parser.usage % {'prog': parser.prog}}"
+    needed = [a for a in parser._actions
+              if (not a.option_strings or a.required) and a.help is not argparse.SUPPRESS]
+    formatter = argparse.HelpFormatter(parser.prog, width=10_000)
+    formatter.add_usage(None, needed, [], prefix="")
+    line = " ".join(formatter.format_help().split())
+    rest = line[len(parser.prog):].strip()
+    return f"usage: {parser.prog} [options]{' ' + rest if rest else ''}"
+
+
+def short_errors(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Make ``parser`` (and its sub-commands) answer a usage error with the short usage line,
+    then the error, and where the full help is, exit code 2 (issue 23: 27 lines of usage came
+    before the one line that mattered)."""
+    def error(message, parser=parser):
+        parser.exit(2, f"{short_usage(parser)}   (all options: {parser.prog} --help)\n"
+                       f"{parser.prog}: error: {message}\n")
+    parser.error = error
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                short_errors(sub)
+    return parser
+
+
 def cli_main(prog: str, build_parser: Callable[[], argparse.ArgumentParser],
              body: Callable[[argparse.Namespace], int], argv: Optional[List[str]]) -> int:
     """A console entry point: plugins, arguments, logging (``-v``/``-q``), then ``body(args)``
     under ``run_cli``'s error handling."""
     import_plugins(argv if argv is not None else sys.argv[1:])
-    args = build_parser().parse_args(argv)
+    args = short_errors(build_parser()).parse_args(argv)
     setup_logging(args.verbose - args.quiet)
     return run_cli(prog, lambda: body(args))

@@ -4,6 +4,9 @@
     semhuff-tree stats TREE.npz [--similarity SRC]
     semhuff-tree show TREE.npz WORD [WORD ...] [--up 4]
 
+``stats`` and ``show`` also take a model file (``semhuff-train -o m.npz``): its output layer's
+tree, with the model's vocabulary.
+
 A tree file is the ``Tree`` npz (``Tree.load`` reads it; the trainer can use it as is) plus the
 vocabulary it was built for (``Tree.save(path, vocab)`` / ``load_tree_file``), so ``stats`` and
 ``show`` need nothing else. A vocabulary file has one ``word count`` per line (word2vec's
@@ -29,7 +32,7 @@ from semhuff.trees.semhuff import sibling_similarity
 from semhuff.trees.similarity import DEFAULT_TOP_K, load_similarity
 from semhuff.vocab import Vocab
 
-from .common import cli_main, console_script
+from .common import HelpFormatter, cli_main, console_script
 
 logger = logging.getLogger("semhuff.cli.tree")
 PROG = "semhuff-tree"
@@ -206,7 +209,7 @@ def _positive_int(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    fmt = argparse.ArgumentDefaultsHelpFormatter
+    fmt = HelpFormatter
     parser = argparse.ArgumentParser(prog=PROG, description="Build and inspect SemHuff / Huffman trees.",
                                      formatter_class=fmt)
     parser.add_argument("-v", "--verbose", action="count", default=0,
@@ -238,14 +241,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     stats = sub.add_parser("stats", help="expected code length, depth histogram, sibling similarity",
                            formatter_class=fmt)
-    stats.add_argument("tree", help="tree file (.npz) from semhuff-tree build")
+    stats.add_argument("tree", help="tree file (.npz) from semhuff-tree build, or a model "
+                       "file (its output layer's tree)")
     stats.add_argument("--vocab", help="vocabulary file, if the tree file has none")
     similarity_options(stats)
     stats.set_defaults(run=cmd_stats)
 
     show = sub.add_parser("show", help="print the tree around words (the paper's Fig. 3)",
                           formatter_class=fmt)
-    show.add_argument("tree", help="tree file (.npz) from semhuff-tree build")
+    show.add_argument("tree", help="tree file (.npz) from semhuff-tree build, or a model "
+                      "file (its output layer's tree)")
     show.add_argument("words", nargs="+", help="words to show the tree around")
     show.add_argument("--vocab", help="vocabulary file, if the tree file has none")
     show.add_argument("--up", type=int, default=4, help="levels above the word to start from")

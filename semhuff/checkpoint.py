@@ -38,7 +38,7 @@ import numpy as np
 
 from .corpus import Corpus, _open_raw, as_corpus, is_one_shot, is_url
 from .errors import CheckpointError, ModelFileError, OptionError
-from .io_utils import atomic_output, check_writable
+from .io_utils import atomic_output, check_writable, open_npz
 from .trainer import Position, TrainReport
 
 logger = logging.getLogger(__name__)
@@ -186,7 +186,7 @@ def check_corpus(path, call: dict, sentences, max_sentence_length: int) -> None:
 def read_state(path) -> dict:
     """The ``checkpoint`` entry of a checkpoint file."""
     try:
-        with np.load(path, allow_pickle=False) as data:
+        with open_npz(path, "semhuff checkpoint") as data:  # our message, not numpy's
             if KEY not in data.files:
                 raise CheckpointError(f"{path} is a model file, not a checkpoint (--init-model "
                                       f"continues training a model)")

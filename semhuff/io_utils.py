@@ -58,7 +58,7 @@ def current_umask() -> int:
 def resolve_target(path) -> Target:
     """What writing ``path`` means: the real file behind a symlink, direct writes for special
     files, and the mode the result must have."""
-    path = os.path.abspath(os.fspath(path))
+    path = os.path.abspath(_stdout_alias(path))
     try:
         st = os.stat(path)  # follows symlinks
     except FileNotFoundError:
@@ -183,12 +183,77 @@ def atomic_write_npz(path: str, arrays: dict) -> None:
 
 
 def is_stdout(path) -> bool:
-    """Whether ``path`` is this process's standard output (``-o /dev/stdout``): then the
-    output owns stdout and messages go to stderr."""
+    """Whether ``path`` is this process's standard output (``-o /dev/stdout`` or ``-o -``):
+    then the output owns stdout and messages go to stderr."""
     try:
-        return os.path.samestat(os.stat(os.fspath(path)), os.fstat(sys.stdout.fileno()))
+        return os.path.samestat(os.stat(_stdout_alias(path)), os.fstat(sys.stdout.fileno()))
     except (OSError, ValueError, AttributeError):
         return False
+
+
+def _stdout_alias(path) -> str:
+    """``-`` is standard output, as for most Unix tools (issue 23: it wrote a file named ``-``);
+    ``./-`` still names a file."""
+    path = os.fspath(path)
+    return "/dev/stdout" if path == "-" else path
+
+
+# -- reading .npz archives -------------------------------------------------------------------------
+
+def describe_content(path) -> str:
+    """What a file looks like from its first bytes, for "not a model file" messages."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(512)
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    if not head:
+        return "an empty file"
+    if head.startswith(b"\x80"):
+        return "a Python pickle (gensim's save format: load it with gensim)"
+    if head.startswith(b"\x93NUMPY"):
+        return "a single numpy array (.npy)"
+    if head.startswith((b"\x1f\x8b", b"BZh", b"\xfd7zXZ")):
+        return "a compressed file"
+    try:
+        text = head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.start < len(head) - 4:
+            return "binary data (word2vec binary vectors?)"
+        text = head[:exc.start].decode("utf-8")
+    first = text.split("\n", 1)[0].strip()
+    fields = first.split()
+    if len(fields) == 2 and all(f.isdigit() for f in fields):
+        return "word2vec vectors (a count/dimension header)"
+    return f"text ({first[:40]!r} ...)"
+
+
+def open_npz(path, what: str = "semhuff model file", error=None):
+    """``np.load(path, allow_pickle=False)`` of a ``.npz`` archive, or ``error`` (a SemhuffError
+    class; default ``ModelFileError``) in one line saying what the file is instead. numpy's own
+    message for a text or pickle file advises ``allow_pickle=True``, which would run code from
+    the file: never shown (issue 23)."""
+    import zipfile
+
+    from .errors import ModelFileError
+    error = error or ModelFileError
+    name = os.fspath(path)
+    if not os.path.exists(name):
+        raise error(f"{what} not found: {name}")
+    if os.path.isdir(name):
+        raise error(f"{name} is a directory, not a {what}")
+    try:
+        with open(name, "rb") as fh:
+            head = fh.read(4)
+    except OSError as exc:
+        raise error(f"cannot read {name}: {exc.strerror or exc}") from None
+    if head not in (b"PK\x03\x04", b"PK\x05\x06"):
+        raise error(f"{name} is not a {what} (a .npz archive): it is {describe_content(name)}")
+    try:
+        return np.load(name, allow_pickle=False)
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
+        raise error(f"{name}: a damaged or incomplete {what} ({type(exc).__name__}: "
+                    f"{str(exc)[:120]})") from None
 
 
 def json_safe(value):

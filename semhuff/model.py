@@ -16,7 +16,7 @@ from .encode import count_words
 from .devices import check_device_options, check_layer_device, make_device, scoring_device
 from .errors import CorpusError, ModelFileError, OptionError, SemhuffError, TrainingDiverged
 from .hooks import Hook
-from .io_utils import atomic_output
+from .io_utils import atomic_output, open_npz
 from .layers import OutputLayer, check_layer_settings, layer_class, layer_from_state
 from .scoring import ScoreReport, score
 from .trainer import TrainReport, TrainSettings, train
@@ -402,8 +402,11 @@ class Word2Vec:
     @classmethod
     def load(cls, path: str, progress: bool = True) -> "Word2Vec":
         try:
-            with np.load(path, allow_pickle=False) as data:
+            with open_npz(path) as data:  # a non-model file: our one line, not numpy's
                 arrays = {k: data[k] for k in data.files}
+            if "meta" not in arrays:
+                kind = " (a tree file: semhuff-tree reads it)" if "tree_parent" in arrays else ""
+                raise ModelFileError(f"{path} is a .npz archive but not a semhuff model file{kind}")
             meta = json.loads(str(arrays["meta"]))
             params = dict(meta["params"])
             version = meta.get("format_version", 1)

@@ -25,6 +25,7 @@ import numba
 import numpy as np
 
 from .errors import TreeError
+from .io_utils import open_npz
 from .vocab import Vocab
 
 
@@ -178,7 +179,7 @@ class Tree:
 
     @classmethod
     def load(cls, path: str) -> "Tree":
-        with np.load(path, allow_pickle=False) as data:
+        with open_npz(path, "tree file", TreeError) as data:
             return cls.from_arrays(data)
 
     def __repr__(self) -> str:
@@ -187,12 +188,16 @@ class Tree:
 
 def load_tree_file(path: str, vocab_path: Optional[str] = None) -> Tuple[Tree, Optional[Vocab]]:
     """The validated tree of a tree file and, when stored with it (or given as a vocabulary
-    file, which wins), its vocabulary."""
+    file, which wins), its vocabulary. A model file (``Word2Vec.save``) gives its output
+    layer's tree and its vocabulary (issue 23: ``semhuff-tree stats model.npz`` refused it)."""
     try:
-        with np.load(path, allow_pickle=False) as data:
-            tree = Tree.from_arrays(data)
-            vocab = None
-            if "vocab_words" in data:
+        with open_npz(path, "tree file (or model file)", TreeError) as data:
+            if "tree_parent" not in data.files and "meta" in data.files:
+                tree, vocab = _model_tree(path)
+            else:
+                tree = Tree.from_arrays(data)
+                vocab = None
+            if "vocab_words" in data and "meta" not in data.files:
                 vocab = Vocab(list(data["vocab_words"]), data["vocab_counts"],
                               total_tokens=int(data["vocab_counts"].sum()))
     except (OSError, ValueError, KeyError, zipfile.BadZipFile) as exc:
@@ -203,3 +208,15 @@ def load_tree_file(path: str, vocab_path: Optional[str] = None) -> Tuple[Tree, O
         raise TreeError(f"the tree has {tree.n_words} leaves but the vocabulary {len(vocab)} words")
     tree.validate()
     return tree, vocab
+
+
+
+def _model_tree(path: str) -> Tuple[Tree, Vocab]:
+    """The tree of a saved model's output layer, with the model's vocabulary."""
+    from .model import Word2Vec  # here: the model module imports this one
+    model = Word2Vec.load(path, progress=False)
+    tree = getattr(model.layer, "tree", None)
+    if not isinstance(tree, Tree):
+        raise TreeError(f"{path} is a model whose output layer ({model.layer.describe()}) has "
+                        f"no tree")
+    return tree, model.vocab

@@ -6,9 +6,14 @@ without the ``count dims`` header line, as GloVe writes it; ``.gz`` / ``.bz2`` c
 
 Reading tells the format by content: a zip (npz) or pickle signature, else raw floats after the
 word2vec header (binary) or text; the extension only decides what the content cannot (a word2vec
-header with nothing after it). Text files go through a tolerant reader: malformed lines, lines of
-the wrong dimension and repeated words are counted in a ``LoadReport`` and skipped. gensim is
-imported only when a file is read or written.
+header with nothing after it). A text file with the ``count dim`` header line is read as
+strictly as gensim reads it (issue 23.9): a count that disagrees with the rows, or a row that is
+not a word and ``dim`` numbers, is a ``VectorsError`` naming the line. A file without the header
+(GloVe) is read tolerantly: malformed lines and lines of another dimension than the first row's
+(GloVe's own releases have a few: words with spaces) are skipped, counted in a ``LoadReport`` and
+warned about with the first such line. Repeated words keep their first vector, as in gensim.
+Fields are split at ASCII whitespace only, so a word holding a no-break space (fastText) stays
+one word. gensim is imported only when a file is read or written.
 """
 from __future__ import annotations
 
@@ -45,6 +50,8 @@ class LoadReport:
     malformed_lines: int = 0
     wrong_dimension_lines: int = 0
     duplicate_words: int = 0
+    #: the first malformed or wrong-dimension line (0: none), for the warning
+    first_skipped_line: int = 0
 
     @property
     def problems(self) -> int:
@@ -59,6 +66,9 @@ def resolve_format(path: str, fmt: str = "auto") -> str:
     (``v.w2v``, no extension) is an error rather than a guess: the caller gives the format."""
     name = os.fspath(path)
     compressed = strip_compression(name.lower()) != name.lower()
+    if fmt == "auto" and name == "-":
+        raise OptionError("'-' (standard output) has no extension to tell the format by: name it "
+                          "(--format text / fmt=), as for /dev/stdout")
     if fmt == "auto":
         ext = os.path.splitext(strip_compression(name.lower()))[1]
         if ext not in _EXTENSIONS:
@@ -119,13 +129,17 @@ def _first_entry_is_text(fh, dim: int) -> Optional[bool]:
         if not block:
             break
         rest += block
-    numbers = rest.split(b"\n", 1)[0].split()
-    if len(numbers) != dim:
-        return False
+    line = rest.split(b"\n", 1)[0].rstrip(b"\r")
+    numbers = line.split()
+    printable = all(32 <= b < 127 or b == 9 for b in line[:4096])
+    if not (len(numbers) == dim or (len(numbers) >= 2 and printable)):
+        return False  # raw float32 bytes (they almost never pass as two or more numbers)
     try:
         [float(x) for x in numbers]
     except ValueError:
         return False
+    # numbers as text, even of another count than the header's: a text file, whose reader
+    # names the line that disagrees (calling it "binary" only hid the real problem)
     return True
 
 
@@ -174,9 +188,12 @@ def read_vectors(source, fmt: str = "auto") -> Tuple["KeyedVectors", LoadReport]
     kv = _as_keyed_vectors(kv, path)
     report.words, report.dimensions = len(kv), kv.vector_size
     if report.problems:
+        first = (f" (the first malformed or wrong-dimension one: line {report.first_skipped_line})"
+                 if report.first_skipped_line else "")
         logger.warning(
-            "%s: skipped %d malformed, %d wrong-dimension and %d duplicate lines",
+            "%s: skipped %d malformed, %d wrong-dimension and %d duplicate lines%s; loaded %d words",
             path, report.malformed_lines, report.wrong_dimension_lines, report.duplicate_words,
+            first, report.words,
         )
     return kv, report
 
@@ -219,7 +236,8 @@ def _read_format(path: str, fmt: str, report: LoadReport):
 
 
 def _read_text(path: str, report: LoadReport):
-    """word2vec text format with or without the ``count dim`` header (GloVe files have none)."""
+    """word2vec text format with or without the ``count dim`` header (GloVe files have none);
+    with the header strict, without it tolerant (the module's docstring says why)."""
     from gensim import utils
     from gensim.models import KeyedVectors
 
@@ -227,35 +245,57 @@ def _read_text(path: str, report: LoadReport):
     rows: list[np.ndarray] = []
     seen: set[str] = set()
     dim: Optional[int] = None
+    count: Optional[int] = None  # the header's word count
+    entries = 0  # non-blank lines after the header
+    first_extra = first_skipped = None  # line numbers, for the messages
+    line_no = 0
     with utils.open(path, "rb") as fh:
-        for line_no, raw in enumerate(fh):
-            parts = raw.decode("utf-8", errors="replace").split()
+        for line_no, raw in enumerate(fh, 1):
+            parts = raw.split()  # bytes: ASCII whitespace only (a no-break space stays in a word)
             if not parts:
                 continue
-            if line_no == 0 and len(parts) == 2 and parts[0].isdigit() and parts[1].isdigit():
-                dim = int(parts[1])
+            if line_no == 1 and len(parts) == 2 and parts[0].isdigit() and parts[1].isdigit():
+                count, dim = int(parts[0]), int(parts[1])
                 continue
-            if len(parts) < 2:
-                report.malformed_lines += 1
-                continue
+            entries += 1
+            if count is not None and entries == count + 1:
+                first_extra = line_no
+            problem = None
             try:
-                row = np.asarray(parts[1:], dtype=np.float32)
+                row = np.asarray(parts[1:], dtype=np.float32) if len(parts) > 1 else None
             except ValueError:
-                report.malformed_lines += 1
-                continue
-            if dim is None:
+                row = None
+            if row is None:
+                problem = "malformed_lines"
+            elif dim is None:
                 dim = len(row)
-            if len(row) != dim:
-                report.wrong_dimension_lines += 1
+            if row is not None and len(row) != dim:
+                problem = "wrong_dimension_lines"
+            if problem and count is not None:  # the header declared the shape: as gensim
+                what = ("is not a word and numbers" if row is None else
+                        f"has {len(row)} values, but the header (line 1) says {dim} dimensions")
+                raise VectorsError(f"{path}: line {line_no} {what}")
+            if problem:
+                setattr(report, problem, getattr(report, problem) + 1)
+                first_skipped = first_skipped or line_no
                 continue
-            if parts[0] in seen:
+            word = parts[0].decode("utf-8", errors="replace")
+            if word in seen:
                 report.duplicate_words += 1
                 continue
-            seen.add(parts[0])
-            words.append(parts[0])
+            seen.add(word)
+            words.append(word)
             rows.append(row)
     if not rows:
-        raise VectorsError(f"no usable vectors in {path}")
+        raise VectorsError(f"no usable vectors in {path}"
+                           + (f" (its header says {count:,} words)" if count else ""))
+    if count is not None and entries != count:
+        where = (f"the first beyond the count is line {first_extra}" if entries > count
+                 else f"the file ends at line {line_no}")
+        raise VectorsError(f"{path}: the header (line 1) says {count:,} words but the file has "
+                           f"{entries:,} vector lines ({where}): truncated or damaged? Fix the "
+                           f"count, or delete line 1 to read it without a header")
+    report.first_skipped_line = first_skipped or 0
     kv = KeyedVectors(vector_size=dim, dtype=np.float32)
     kv.add_vectors(words, np.vstack(rows))
     return kv

@@ -65,8 +65,8 @@ def test_huffman_tree_and_plain_tree_files(files, capsys):
     (["build", "--corpus", "{d}/corpus.txt", "--similarity", "{d}/nope", "-o", "{d}/t.npz"], "not found"),
     (["build", "--corpus", "{d}/corpus.txt", "--similarity", "{d}/pairs.txt", "-o", "{d}/no/t.npz"], "does not exist"),
     (["build", "--vocab", "{d}/pairs.txt", "--similarity", "{d}/pairs.txt", "-o", "{d}/t.npz"], "expected 'word count'"),
-    (["stats", "{d}/pairs.txt"], "cannot read tree file"),
-    (["show", "{d}/t.npz", "cat"], "cannot read tree file"),
+    (["stats", "{d}/pairs.txt"], "is not a tree file (or model file) (a .npz archive): it is text"),
+    (["show", "{d}/t.npz", "cat"], "tree file (or model file) not found"),
 ])
 def test_errors_are_one_line_exit_2(files, capsys, argv, message):
     code, out, err = run(capsys, *[a.format(d=files) for a in argv])
