@@ -18,7 +18,7 @@ from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
 import numpy as np
 
-from .data import data_path
+from .data import data_path, where_looked
 from .errors import DatasetMissing
 
 # Part-of-speech letters of the thesaurus view, and the data / index file each one names.
@@ -51,8 +51,11 @@ def find_wordnet(wordnet_dir: Optional[str] = None) -> str:
     for folder in [wordnet_dir] if wordnet_dir else default_wordnet_dirs():
         if all(os.path.isfile(os.path.join(folder, f"data.{pos}")) for pos in POS_FILES):
             return folder
-    where = wordnet_dir or ", ".join(default_wordnet_dirs())
-    raise DatasetMissing(f"WordNet dict files (data.noun ...) not found in {where}")
+    if wordnet_dir:
+        raise DatasetMissing(f"WordNet dict files (data.noun ...) not found in {wordnet_dir}")
+    where = ", ".join(default_wordnet_dirs())
+    raise DatasetMissing(f"WordNet dict files (data.noun ...) not found in {where} "
+                         f"({where_looked()}; or set SEMHUFF_WORDNET to a WordNet dict folder)")
 
 
 # -- the file format -------------------------------------------------------------------------------

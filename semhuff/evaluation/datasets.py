@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from typing import Callable, Iterator, Optional, TypeVar
 
-from ..data import ENV_VAR, data_root, gensim_test_file
+from ..data import ENV_VAR, check_size, data_root, gensim_test_file, where_looked
 from ..errors import DatasetMissing
 
 logger = logging.getLogger(__name__)
@@ -29,13 +29,22 @@ def first_existing(*candidates: Optional[Path]) -> Optional[Path]:
 
 
 def require(path: Optional[os.PathLike], what: str) -> Path:
-    """``path`` as a Path, or :class:`DatasetMissing` naming ``what`` and where it was looked for."""
+    """``path`` as a Path, or :class:`DatasetMissing` naming ``what`` and where it was looked for.
+    A manifest file of another size than listed is read, with a warning."""
     if path is None:
         raise DatasetMissing(f"{what}: no file given and no default found (set {ENV_VAR} or pass a path)")
     path = Path(path)
     if not path.exists():
         raise DatasetMissing(f"{what}: not found at {path}")
+    warning = check_size(path)
+    if warning:
+        logger.warning(warning)
     return path
+
+
+def data_hint() -> str:
+    """Where the data folder was looked for and how to point to it (after a skipped data set)."""
+    return where_looked()
 
 
 # Word-pair similarity sets: name -> (gensim copy, file under <data>/wordsim)
@@ -51,14 +60,18 @@ SIMILARITY_FILES = {
 
 
 def default_similarity_path(name: str, root: Optional[Path] = None) -> Optional[Path]:
+    """gensim's copy when it ships one, else the file under the data root (which may be
+    missing: the message then names the file it expected)."""
     gensim_name, shared_name = SIMILARITY_FILES[name]
     root = data_root() if root is None else root
-    return first_existing(gensim_test_file(gensim_name) if gensim_name else None, root / "wordsim" / shared_name)
+    shared = root / "wordsim" / shared_name
+    return first_existing(gensim_test_file(gensim_name) if gensim_name else None, shared) or shared
 
 
 def default_analogy_path(root: Optional[Path] = None) -> Optional[Path]:
     root = data_root() if root is None else root
-    return first_existing(gensim_test_file("questions-words.txt"), root / "analogy_google" / "questions-words.txt")
+    shared = root / "analogy_google" / "questions-words.txt"
+    return first_existing(gensim_test_file("questions-words.txt"), shared) or shared
 
 
 def default_wordnet_dir(root: Optional[Path] = None) -> Path:

@@ -103,9 +103,19 @@ def _notes(report: Report) -> list[str]:
             notes.append(f"{model.name}: skipped while loading: "
                          + ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in problems.items()))
     notes += _pos_baselines(report)
-    notes += report.skipped
+    notes += skipped_lines(report)
     notes += [f"FAILED: {message}" for message in report.failed]
     return ([""] + notes) if notes else []
+
+
+def skipped_lines(report: Report) -> list[str]:
+    """A ``SKIPPED`` line per data set not evaluated (marked when it was asked for by name),
+    then where the data folder was looked for and how to point to it."""
+    asked = set(report.skipped_requested)
+    lines = [f"SKIPPED{' (requested)' if m in asked else ''}: {m}" for m in report.skipped]
+    if lines and report.data_hint:
+        lines.append(f"  {report.data_hint}")
+    return lines
 
 
 def _pos_baselines(report: Report) -> list[str]:
@@ -126,6 +136,8 @@ def to_json(report: Report) -> dict:
         "seconds": round(report.seconds, 3),
         "settings": report.settings,
         "skipped": report.skipped,
+        "skipped_requested": report.skipped_requested,
+        "data_hint": report.data_hint,
         "failed": report.failed,
         "models": [
             {**{k: v for k, v in dataclasses.asdict(m).items() if k != "scores"},

@@ -1,6 +1,11 @@
 """Run every requested task on every model: data sets are read once, a missing one is skipped
 with a message (never an exception), and each model gets its list of :class:`Score` rows.
 
+A skipped data set is listed in ``Report.skipped`` (``SKIPPED`` lines under the table, with
+where the data folder was looked for, ``Report.data_hint``); one the caller asked for by name
+(``SuiteConfig.requested``: ``"pos"`` or ``"pos/conll2000"``) is also in
+``Report.skipped_requested``, and ``semhuff-eval`` exits 1 for it (issue 23.8).
+
 A task that fails on a model (it raises, or yields a value its metric cannot take), and a model
 whose vectors are not finite, are *failures*: listed in ``Report.failed``, their numbers left
 out, and ``semhuff-eval`` exits non-zero."""
@@ -18,8 +23,8 @@ from threadpoolctl import threadpool_limits
 from tqdm import tqdm
 
 from . import analogy, pos, similarity, synonyms, thesaurus
-from .datasets import (DatasetMissing, Parsed, data_root, default_analogy_path, default_similarity_path,
-                       default_wordnet_dir, SIMILARITY_FILES)
+from .datasets import (DatasetMissing, Parsed, data_hint, data_root, default_analogy_path,
+                       default_similarity_path, default_wordnet_dir, SIMILARITY_FILES)
 from .results import Score, out_of_range
 from .vectors import DEFAULT_RESTRICT_VOCAB, LoadedVectors, Lookup, non_finite_message
 
@@ -47,6 +52,8 @@ class SuiteConfig:
     pos_max_train_tokens: Optional[int] = pos.DEFAULT_MAX_TRAIN_TOKENS
     restrict_vocab: Optional[int] = DEFAULT_RESTRICT_VOCAB
     case_insensitive: bool = True
+    #: what the caller asked for by name ("pos", "similarity/rg65"): skipping it is an error
+    requested: frozenset = frozenset()
 
     @property
     def root(self) -> Path:
@@ -73,6 +80,10 @@ class Report:
     seconds: float = 0.0
     #: tasks that failed on a model: "task/dataset failed for model: why"
     failed: list = dataclasses.field(default_factory=list)
+    #: the skipped data sets that ``SuiteConfig.requested`` named ("task/dataset: why")
+    skipped_requested: list = dataclasses.field(default_factory=list)
+    #: where the data folder is or was looked for, and how to point to it (when data was missing)
+    data_hint: str = ""
 
 
 # A prepared data set: (task, data set name, evaluate(lookup) -> scores)
@@ -125,16 +136,24 @@ def _pos_job(load, window, max_train_tokens):
     return partial(pos.evaluate_pos, corpus=load(), window=window, max_train_tokens=max_train_tokens)
 
 
-def prepare_jobs(config: SuiteConfig, skipped: list) -> list[Job]:
-    """Read every requested data set once; what is missing or unusable goes to ``skipped``."""
+def prepare_jobs(config: SuiteConfig, skipped: list, requested: Optional[list] = None,
+                 bar=None) -> list[Job]:
+    """Read every requested data set once; what is missing or unusable goes to ``skipped``
+    (and to ``requested`` when ``config.requested`` names it); ``bar`` counts each read."""
     jobs: list[Job] = []
     for task, name, read in plan_jobs(config):
+        if bar is not None:
+            bar.set_postfix_str(f"reading {task}/{name}")
         try:
             jobs.append((task, name, read()))
         except (DatasetMissing, OSError, ValueError) as exc:
-            message = f"{task}/{name} skipped: {exc}"
-            logger.warning(message)
+            message = f"{task}/{name}: {exc}"
+            logger.warning("skipped %s", message)
             skipped.append(message)
+            if requested is not None and ({task, f"{task}/{name}"} & set(config.requested)):
+                requested.append(message)
+        if bar is not None:
+            bar.update()
     return jobs
 
 
@@ -165,10 +184,16 @@ def _run_suite(models: list[LoadedVectors], config: SuiteConfig, progress: bool)
     started = time.perf_counter()
     skipped: list[str] = []
     failed: list[str] = []
-    jobs = prepare_jobs(config, skipped)
-    results = []
-    bar = tqdm(total=len(models) * len(jobs), desc="evaluating", unit="task",
+    requested: list[str] = []
+    planned = len(plan_jobs(config))
+    # one step per data set read and per (model, data set): reading WordNet or a POS corpus
+    # takes seconds, so the bar moves before the first score too
+    bar = tqdm(total=planned * (1 + len(models)), desc="evaluating", unit="step",
                disable=None if progress else True)
+    jobs = prepare_jobs(config, skipped, requested, bar)
+    bar.total = len(jobs) * len(models) + planned
+    bar.refresh()
+    results = []
     for model, name in zip(models, unique_names([m.name for m in models])):
         report = model.report
         result = ModelResult(name, report.source, report.words, report.dimensions, {
@@ -190,7 +215,12 @@ def _run_suite(models: list[LoadedVectors], config: SuiteConfig, progress: bool)
     bar.close()
     settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in dataclasses.asdict(config).items()}
     settings["data_dir"] = str(config.root)
-    return Report(results, skipped, settings, time.perf_counter() - started, failed)
+    settings["requested"] = sorted(config.requested)
+    hint = ""
+    if skipped:  # where the data was looked for, and how to point to it
+        hint = (f"data folder {config.data_dir} (given as data_dir / --data-dir)"
+                if config.data_dir is not None else data_hint())
+    return Report(results, skipped, settings, time.perf_counter() - started, failed, requested, hint)
 
 
 def _fail(failed: list, message: str) -> None:
