@@ -17,7 +17,7 @@ from semhuff.errors import OptionError
 from semhuff.io_utils import atomic_output, check_writable
 from semhuff.model import Word2Vec, default_workers
 
-from .common import add_plugin_option, cli_main, console_script
+from .common import HelpFormatter, add_plugin_option, cli_main, console_script
 from .train import resolve_corpus
 
 PROG = "semhuff-score"
@@ -26,7 +26,7 @@ PROG = "semhuff-score"
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=PROG, description="Held-out mean negative log-likelihood and "
                                 "perplexity of a saved semhuff model (.npz).",
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+                                formatter_class=HelpFormatter)
     p.add_argument("model", help="a full model saved by semhuff-train (-o/--save-model *.npz)")
     p.add_argument("corpus", nargs="+", help="held-out text file(s) or directory; 'lee' = gensim's lee_background.cor")
     p.add_argument("--workers", type=int, default=default_workers(), help="scoring threads")

@@ -20,12 +20,13 @@ from semhuff.io_utils import check_writable, is_stdout
 from semhuff.layers import OUTPUT_LAYERS, declared_layer_options, layer_class
 from semhuff.options import add_option_flags, parse_assignments
 from semhuff.model import Word2Vec, default_workers
+from semhuff.numba_cache import compile_seconds
 from semhuff.tree import load_tree_file
 from semhuff.training_report import check_report_writable, write_training_report
 from semhuff.trees import TREE_BUILDERS
 from semhuff.vectors_io import FORMATS, resolve_format
 
-from .common import add_plugin_option, cli_main, console_script
+from .common import HelpFormatter, add_plugin_option, cli_main, console_script
 from .resume import continue_model, given_options
 from .scale import (add_scale_options, check_scale_options, dask_training, report_extra,
                     resume_run, train_kwargs)
@@ -38,7 +39,7 @@ BUILTIN_CORPORA = {"lee": "lee_background.cor"}
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=PROG, description="Train word vectors (skip-gram or CBOW) with "
                                 "hierarchical softmax over a Huffman / SemHuff tree, or negative sampling.",
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+                                formatter_class=HelpFormatter)
     p.add_argument("corpus", nargs="+", help="text file(s) or directory; 'lee' = gensim's lee_background.cor")
     p.add_argument("-o", "--output", required=True, help="output file")
     p.add_argument("--format", default="auto", choices=("auto",) + FORMATS,
@@ -128,6 +129,7 @@ def _run(args, given=frozenset()) -> int:
     corpus = resolve_corpus(args.corpus)
     progress = not args.no_progress and args.quiet == 0
     started = time.perf_counter()
+    compiled_before = compile_seconds()  # a cold first run compiles the scan in its set-up
     settings = layer_settings(args, given)
     tree_file = _tree_file(settings.get("tree"))
     device_options = {k: getattr(args, k) for k in ("batch_pairs",) if hasattr(args, k)}
@@ -155,6 +157,7 @@ def _run(args, given=frozenset()) -> int:
     model.tmp_dir, model.cache_ids = args.tmp_dir, not args.no_id_cache
     model.dask = dask_training(args, given)
     prepared = time.perf_counter()
+    setup_compile = compile_seconds() - compiled_before
     if args.resume:
         report = model.reports[-1]
     else:
@@ -165,11 +168,12 @@ def _run(args, given=frozenset()) -> int:
     if args.report:
         write_training_report(args.report, model, report, {
             "timings": {"vocabulary_and_setup_seconds": prepared - started,
+                        "compile_in_setup_seconds": setup_compile,
                         "total_seconds": time.perf_counter() - started},
             "corpus": corpus, "output": args.output, "init_model": args.init_model,
             **report_extra(report)})
     if args.quiet == 0:
-        _print_summary(model, report, args, fmt, time.perf_counter() - started)
+        _print_summary(model, report, args, fmt, time.perf_counter() - started, setup_compile)
     return 0
 
 
@@ -214,10 +218,12 @@ def _use_tree_file(model, corpus, path: str) -> None:
     model.set_vocab(model.vocab)
 
 
-def _print_summary(model, report, args, fmt, seconds):
+def _print_summary(model, report, args, fmt, seconds, setup_compile=0.0):
     out = sys.stderr if is_stdout(args.output) else sys.stdout  # -o /dev/stdout: vectors only
+    compiled = (f" (the set-up included {setup_compile:.1f} s of compiling: the vocabulary "
+                f"scan's code, once per configuration)" if setup_compile >= 0.05 else "")
     print(f"vocabulary: {len(model.vocab):,} words (min_count {model.min_count}) from "
-          f"{model.vocab.total_tokens:,} tokens", file=out)
+          f"{model.vocab.total_tokens:,} tokens{compiled}", file=out)
     print(f"model: {'skip-gram' if model.sg else 'CBOW'}, {model.layer.describe()}, "
           f"dim {model.vector_size}, window {model.window}", file=out)
     print(f"training: {report.summary()}", file=out)

@@ -93,3 +93,21 @@ def install(version: str) -> None:
     # after NUMBA_CACHE_DIR's locator (the user's explicit choice), before the in-tree one
     user_provided = [i for i, c in enumerate(classes) if "UserProvided" in c.__name__]
     classes.insert(user_provided[0] + 1 if user_provided else 0, SemhuffCacheLocator)
+
+
+# -- how long this process spent compiling ---------------------------------------------------------
+
+_COMPILE_TIMER = None
+
+
+def compile_seconds() -> float:
+    """Seconds this process has spent in Numba compilations so far (cache misses only: a kernel
+    loaded from the disk cache costs no compile time). A run's set-up compiles the vocabulary
+    scanner the first time a configuration is used (seconds, once): timings subtract this to
+    say so (issue 23: a cold run's 4.5 s "vocabulary_and_setup" was unexplained)."""
+    global _COMPILE_TIMER
+    from numba.core import event
+    if _COMPILE_TIMER is None:
+        _COMPILE_TIMER = event.TimingListener()
+        event.register("numba:compile", _COMPILE_TIMER)
+    return _COMPILE_TIMER.duration if _COMPILE_TIMER.done else 0.0

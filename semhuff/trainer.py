@@ -146,7 +146,7 @@ class TrainReport:
         losses = [f"{e.loss_per_pair:.4f}" for e in self.epochs]
         if len(losses) > 6:
             losses = losses[:3] + ["..."] + losses[-2:]
-        compiled = (f" (+{self.compile_seconds:.1f} s compiling the kernel, once per machine)"
+        compiled = (f" (+{self.compile_seconds:.1f} s compiling the kernel, once per configuration)"
                     if self.compile_seconds >= 0.05 else "")
         hooks = (f"; hooks: {self.hook_calls} calls, {self.hook_seconds:.1f} s"
                  if self.hook_calls else "")

@@ -10,7 +10,7 @@ from typing import Dict, Iterable, List, Mapping, Optional
 
 import numpy as np
 
-from .errors import VocabError
+from .errors import OptionError, VocabError
 from .io_utils import atomic_output
 
 logger = logging.getLogger(__name__)
@@ -55,6 +55,27 @@ def prune_counts(counts: Counter, min_reduce: int) -> int:
     return min_reduce + 1
 
 
+def check_max_final_vocab(max_final_vocab: Optional[int]) -> None:
+    """``max_final_vocab`` keeps the N most frequent words: N = 0 keeps none, an error of its
+    own (it used to read "no word reaches min_count=5 ...", issue 23.7). gensim accepts 0 and
+    then fails at train() ("you must first build vocabulary")."""
+    if max_final_vocab is not None and max_final_vocab < 1:
+        raise OptionError(f"max_final_vocab (--max-final-vocab) must be >= 1: it is the number "
+                          f"of most frequent words kept, got {max_final_vocab}")
+
+
+def no_word_kept(counts: Mapping[str, int], min_count: int, trimmed: bool = False) -> VocabError:
+    """The error for a vocabulary left empty, with the numbers of the *raw* counts (the drop-in
+    filters gensim's way first and must not report its filtered, empty counts: issue 23.7);
+    ``trimmed``: a ``trim_rule`` took part."""
+    most = max(counts.values()) if counts else 0
+    if trimmed and most >= min_count:
+        return VocabError(f"trim_rule discarded every word reaching min_count={min_count} "
+                          f"({sum(c >= min_count for c in counts.values())} words)")
+    return VocabError(f"no word reaches min_count={min_count} (the most frequent word occurs "
+                      f"{most} times)")
+
+
 @dataclass
 class Vocab:
     """Words sorted by descending count (ties keep first-seen order, as gensim does).
@@ -80,6 +101,7 @@ class Vocab:
                     max_final_vocab: Optional[int] = None) -> "Vocab":
         if min_count < 1:
             raise VocabError("min_count must be >= 1")
+        check_max_final_vocab(max_final_vocab)
         kept = [(w, c) for w, c in counts.items() if c >= min_count]
         kept.sort(key=lambda wc: -wc[1])  # stable: ties stay in first-seen order
         if max_final_vocab is not None:
@@ -87,16 +109,14 @@ class Vocab:
         if total_tokens is None:
             total_tokens = int(sum(counts.values()))
         if not kept:
-            most = max(counts.values()) if counts else 0
-            raise VocabError(
-                f"no word reaches min_count={min_count} (the most frequent word occurs {most} times)"
-            )
+            raise no_word_kept(counts, min_count)
         return cls([w for w, _ in kept], np.array([c for _, c in kept], dtype=np.int64),
                    int(total_tokens), min_count)
 
     @classmethod
     def build(cls, sentences: Iterable[List[str]], min_count: int = 5, max_vocab_size: Optional[int] = None,
               max_final_vocab: Optional[int] = None, progress=None, workers: int = 1) -> "Vocab":
+        check_max_final_vocab(max_final_vocab)  # before the scan, not after it
         counts, total, _ = scan_counts(sentences, max_vocab_size, progress, workers)
         if total == 0:
             raise VocabError("the corpus has no tokens")
