@@ -210,7 +210,6 @@ def load_tree_file(path: str, vocab_path: Optional[str] = None) -> Tuple[Tree, O
     return tree, vocab
 
 
-
 def _model_tree(path: str) -> Tuple[Tree, Vocab]:
     """The tree of a saved model's output layer, with the model's vocabulary."""
     from .model import Word2Vec  # here: the model module imports this one
