@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple
 import numpy as np
 
 from .errors import OptionError, VectorsError
-from .io_utils import atomic_output, atomic_path
+from .io_utils import atomic_output, atomic_path, open_npz
 
 if TYPE_CHECKING:
     from gensim.models import KeyedVectors
@@ -216,7 +216,8 @@ def unpack_words(blob: np.ndarray) -> List[str]:
 
 def _model_file_vectors(path: str):
     """The vectors of a semhuff model file (``Word2Vec.save``) as ``KeyedVectors``."""
-    with np.load(path, allow_pickle=False) as data:  # read_vectors says what is missing
+    # open_npz: a forced --format npz on another file says what it is, not numpy's pickle advice
+    with open_npz(path, "semhuff model file", VectorsError) as data:
         words, counts, syn0 = unpack_words(data["vocab_words"]), data["vocab_counts"], data["syn0"]
     return to_keyed_vectors(words, counts, syn0)
 

@@ -309,6 +309,12 @@ def test_non_model_files_get_our_one_line_error(not_models, capsys, name, what):
     assert not (not_models / "out.txt").exists()
 
 
+def test_forced_npz_format_on_a_text_file_says_what_it_is(not_models):
+    with pytest.raises(VectorsError) as info:
+        load_vectors(not_models / "vectors.txt", fmt="npz")
+    assert "allow_pickle" not in str(info.value) and "word2vec vectors" in str(info.value)
+
+
 def test_open_npz_refuses_before_numpy_and_names_the_class():
     from semhuff.io_utils import open_npz
     with pytest.raises(ModelFileError, match="not found"):
