@@ -24,7 +24,7 @@ from semhuff.numba_cache import compile_seconds
 from semhuff.tree import load_tree_file
 from semhuff.training_report import check_report_writable, write_training_report
 from semhuff.trees import TREE_BUILDERS
-from semhuff.vectors_io import FORMATS, resolve_format
+from semhuff.vectors_io import FORMATS, resolve_format, to_keyed_vectors
 
 from .common import HelpFormatter, add_plugin_option, cli_main, console_script
 from .resume import continue_model, given_options
@@ -47,6 +47,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "word2vec text, .bin word2vec binary (any other name needs --format)")
     p.add_argument("--save-model", metavar="PATH", help="also save the full model (.npz) to keep training later")
     p.add_argument("--init-model", metavar="PATH", help="continue training this saved model (its vocabulary and settings)")
+    p.add_argument("--init-vectors", metavar="FILE",
+                   help="pretrained vectors (any format semhuff reads, same --dim): the words "
+                        "they share with the vocabulary start from them and keep training, the "
+                        "others at random")
     g = p.add_argument_group("model")
     g.add_argument("--dim", "--size", "--vector-size", dest="dim", type=int, default=100, help="vector dimension")
     g.add_argument("--window", type=int, default=5, help="maximum context half-width")
@@ -134,6 +138,10 @@ def _run(args, given=frozenset()) -> int:
     tree_file = _tree_file(settings.get("tree"))
     device_options = {k: getattr(args, k) for k in ("batch_pairs",) if hasattr(args, k)}
     backend = getattr(args, "backend", None)
+    if args.init_vectors and (args.resume or args.init_model):
+        other = "--resume" if args.resume else "--init-model"
+        raise OptionError(f"--init-vectors starts a new model; {other} continues one whose "
+                          f"vectors are trained already")
     if args.resume:
         model = resume_run(args, given, corpus, progress)
     elif args.init_model:
@@ -149,7 +157,7 @@ def _run(args, given=frozenset()) -> int:
                          workers=args.workers, seed=args.seed, device=args.device,
                          backend=backend, device_options=device_options,
                          max_sentence_length=args.max_sentence_length, progress=progress,
-                         dask=dask_training(args, given))
+                         dask=dask_training(args, given), init_vectors=args.init_vectors)
         if tree_file is None:
             model.build_vocab(corpus)
         else:
@@ -171,6 +179,8 @@ def _run(args, given=frozenset()) -> int:
                         "compile_in_setup_seconds": setup_compile,
                         "total_seconds": time.perf_counter() - started},
             "corpus": corpus, "output": args.output, "init_model": args.init_model,
+            "init_vectors": args.init_vectors,
+            "init_vectors_used": getattr(model, "init_vectors_used", None),
             **report_extra(report)})
     if args.quiet == 0:
         _print_summary(model, report, args, fmt, time.perf_counter() - started, setup_compile)
@@ -226,6 +236,9 @@ def _print_summary(model, report, args, fmt, seconds, setup_compile=0.0):
           f"{model.vocab.total_tokens:,} tokens{compiled}", file=out)
     print(f"model: {'skip-gram' if model.sg else 'CBOW'}, {model.layer.describe()}, "
           f"dim {model.vector_size}, window {model.window}", file=out)
+    if getattr(model, "init_vectors_used", None) is not None:
+        print(f"init vectors: {model.init_vectors_used:,} of {len(model.vocab):,} words started "
+              f"from {args.init_vectors}, the others at random", file=out)
     print(f"training: {report.summary()}", file=out)
     gpu = report.device_stats
     if gpu:
@@ -241,7 +254,9 @@ def _print_summary(model, report, args, fmt, seconds, setup_compile=0.0):
     print(f"wrote {args.output} ({fmt})" + (f" and {args.save_model} (model)" if args.save_model else "")
           + f"; total {seconds:.1f} s", file=out)
     probes = args.probe if args.probe else _default_probes(model)
-    wv = model.wv
+    # over the model's own array: model.wv's copy of the vectors was the run's last 80 MB at
+    # 200k words (issue 23)
+    wv = to_keyed_vectors(model.vocab.words, model.vocab.counts, model.syn0, copy=False)
     for word in probes:
         if word not in wv.key_to_index:
             print(f"  {word}: not in the vocabulary", file=out)

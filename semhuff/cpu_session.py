@@ -64,11 +64,16 @@ class HotRows:
         return getattr(self.owner, self.attr)
 
     def _place(self) -> None:
-        """Move the shared rows into the array that also holds every thread's copies."""
+        """Move the shared rows into the array that also holds every thread's copies, or, when
+        they are the first rows of a buffer with room for the copies below them
+        (``with_room``), use that buffer: no copy of the shared rows (which doubled the input
+        vectors while training and the output weights while placing them, issue 23)."""
         shared = self.shared
         n, h = shared.shape[0], len(self.rows)
-        self.weights = np.empty((n + self.threads * h, shared.shape[1]), dtype=np.float32)
-        self.weights[:n] = shared
+        self.weights = room_below(shared, n + self.threads * h)
+        if self.weights is None:
+            self.weights = np.empty((n + self.threads * h, shared.shape[1]), dtype=np.float32)
+            self.weights[:n] = shared
         setattr(self.owner, self.attr, self.weights[:n])
         self._free = list(range(self.threads))
         self.maps = []
@@ -102,6 +107,31 @@ class HotRows:
         with self._lock:
             self.shared[self.rows] += change
             self._free.append(t)
+
+
+def with_room(array: np.ndarray, rows: int) -> np.ndarray:
+    """``array`` (2-D float32) as the first rows of a buffer with ``rows`` more below it, the
+    room ``HotRows`` puts the threads' private copies in (``room_below``). The room is never
+    written until then, so it takes no memory (the pages of a large allocation are committed
+    when first written). ``array`` itself when it has the room already."""
+    if rows <= 0 or room_below(array, array.shape[0] + rows) is not None:
+        return array
+    buffer = np.empty((array.shape[0] + rows, array.shape[1]), dtype=np.float32)
+    buffer[:array.shape[0]] = array
+    return buffer[:array.shape[0]]
+
+
+def room_below(array: np.ndarray, need: int) -> Optional[np.ndarray]:
+    """The buffer whose first rows ``array`` is, when it has ``need`` rows (float32,
+    C-contiguous, same width), else None."""
+    base = array.base
+    if not (isinstance(base, np.ndarray) and base.ndim == 2 and base.dtype == np.float32
+            and array.dtype == np.float32 and array.ndim == 2
+            and base.flags.c_contiguous and array.flags.c_contiguous
+            and base.shape[1] == array.shape[1] and base.shape[0] >= need
+            and array.__array_interface__["data"][0] == base.__array_interface__["data"][0]):
+        return None
+    return base
 
 
 def check_separate(*arrays) -> None:
@@ -240,7 +270,7 @@ class CpuSession:
     def to_host(self) -> None:
         """The host arrays are the weights, but for private input vectors: then the model's
         ``syn0`` gets a copy of the shared rows (the threads are idle: between chunks)."""
-        if self.syn0 is not self.host_syn0:
+        if self.syn0 is not self.host_syn0 and not _same_rows(self.syn0, self.host_syn0):
             self.host_syn0[...] = self.syn0
 
     def layer_changed(self) -> None:
@@ -251,6 +281,12 @@ class CpuSession:
 
     def close(self) -> None:
         self.to_host()
+
+
+def _same_rows(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether ``a`` and ``b`` are the same memory (a view of the model's own rows)."""
+    return a.shape == b.shape and a.strides == b.strides and \
+        a.__array_interface__["data"][0] == b.__array_interface__["data"][0]
 
 
 class CpuDevice:

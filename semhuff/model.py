@@ -13,8 +13,10 @@ from . import checkpoint as checkpoint_file
 from .corpus import DEFAULT_MAX_SENTENCE_LENGTH, Corpus, as_corpus, is_one_shot, is_url
 from .distributed import DaskRunner
 from .encode import count_words
+from .cpu_session import CpuSession, with_room
 from .devices import check_device_options, check_layer_device, make_device, scoring_device
-from .errors import CorpusError, ModelFileError, OptionError, SemhuffError, TrainingDiverged
+from .errors import (CorpusError, ModelFileError, OptionError, SemhuffError, TrainingDiverged,
+                     VectorsError)
 from .hooks import Hook
 from .io_utils import atomic_output, open_npz
 from .layers import OutputLayer, check_layer_settings, layer_class, layer_from_state
@@ -70,7 +72,9 @@ class Word2Vec:
     the rest (``clip``, ``clusters``, ...) as ``layer_options``. A setting the chosen layer does
     not take is an ``OptionError`` naming it. ``hooks`` run
     while training (``semhuff.hooks``); ``word_stats`` has the kernels count predictions and
-    nll per target word into ``model.layer.word_stats``.
+    nll per target word into ``model.layer.word_stats``. ``init_vectors`` (a vectors file or a
+    ``KeyedVectors`` of dimension ``vector_size``): the words it shares with the vocabulary start
+    from its vectors and keep training (``intersect_vectors``).
 
     ``device`` says where training runs: "cpu" (Hogwild threads) or "cuda" (``semhuff.gpu``:
     batches of pairs on one GPU, ``backend`` "numba" or "cupy", ``device_options`` such as
@@ -94,7 +98,7 @@ class Word2Vec:
                  max_sentence_length: int = DEFAULT_MAX_SENTENCE_LENGTH,
                  chunk_words: int = 100_000, progress: bool = True,
                  hooks: Sequence[Hook] = (), tmp_dir: Optional[str] = None,
-                 cache_ids: bool = True, dask=None):
+                 cache_ids: bool = True, dask=None, init_vectors=None):
         workers = default_workers() if workers is None else workers
         _check_options(vector_size, window, min_count, sample, alpha, min_alpha, epochs,
                        workers, max_sentence_length, max_vocab_size)
@@ -139,6 +143,12 @@ class Word2Vec:
         self.annotations: dict = {}  # JSON-able notes saved with the model (semhuff.gensim's)
         self._wv = None
         self._scanned = None  # (corpus key, vocab) of build_vocab's scan: see _epoch_words
+        # pretrained input vectors for the words they share with the vocabulary, set by every
+        # set_vocab until training starts; read now, so a bad file fails before the scan
+        self.init_vectors = init_vectors
+        self.init_vectors_used: Optional[int] = None  # how many rows came from them
+        self._pretrained = (None if init_vectors is None
+                            else _pretrained_vectors(init_vectors, self.vector_size))
         if sentences is not None:
             if is_one_shot(sentences):
                 raise CorpusError("sentences is a one-shot iterator (a generator?): the vocabulary "
@@ -177,7 +187,37 @@ class Word2Vec:
         self.vocab = vocab
         self.layer = self._make_layer()
         self._init_weights()
+        if self._pretrained is not None:
+            self.init_vectors_used = self.intersect_vectors(self._pretrained)
         return vocab
+
+    def intersect_vectors(self, source, fmt: str = "auto") -> int:
+        """Set the input vector of every vocabulary word that ``source`` (a vectors file in
+        any format ``load_vectors`` reads, or a ``KeyedVectors``) also has to its vector there;
+        the other words keep their random start. Returns how many were set (and logs it).
+
+        Decision: the imported vectors keep training, as gensim's
+        ``intersect_word2vec_format(lockf=1.0)``; freezing them (gensim's default lockf=0.0)
+        is not offered: the kernels have no per-row lock, and a lock factor would cost every
+        update of every row. Their dimension must be the model's (``OptionError``)."""
+        if self.syn0 is None:
+            raise SemhuffError("build_vocab() must run before intersect_vectors()")
+        kv = _pretrained_vectors(source, self.vector_size, fmt)
+        index = kv.key_to_index
+        pairs = [(i, index[w]) for i, w in enumerate(self.vocab.words) if w in index]
+        ours = np.fromiter((i for i, _ in pairs), np.int64, len(pairs))
+        theirs = np.fromiter((j for _, j in pairs), np.int64, len(pairs))
+        rows = np.asarray(kv.vectors[theirs], dtype=np.float32)
+        if not np.isfinite(rows).all():
+            raise VectorsError(f"init_vectors {_label(source)}: some of the vectors to take are "
+                               f"not finite (NaN or infinite)")
+        self.syn0[ours] = rows
+        self._wv = None
+        message = ("init_vectors %s: %d of %d vocabulary words start from its vectors (it has "
+                   "%d words), the other %d at random")
+        args = (_label(source), len(ours), len(self.vocab), len(kv), len(self.vocab) - len(ours))
+        (logger.info if len(ours) else logger.warning)(message, *args)
+        return len(ours)
 
     def _make_layer(self) -> OutputLayer:
         settings = check_layer_settings(self.loss, self.layer_settings)
@@ -190,9 +230,31 @@ class Word2Vec:
         # word2vec's initialisation: uniform in [-0.5, 0.5) / dim, output layer at zero.
         rng = np.random.default_rng(self.seed)
         V, D = len(self.vocab), self.vector_size
-        self.syn0 = ((rng.random((V, D), dtype=np.float32) - np.float32(0.5)) / np.float32(D))
+        inputs, outputs = self._hot_room()
+        # both matrices get room below them for the threads' private copies of their hottest
+        # rows (cpu_session.HotRows), which is never written until then: with it, training
+        # with two or more threads copies neither matrix (issue 23: the input vectors were
+        # doubled while training). The random start is the same numbers as without.
+        self.syn0 = np.empty((V + inputs, D), dtype=np.float32)[:V]
+        rng.random(dtype=np.float32, out=self.syn0)
+        self.syn0 -= np.float32(0.5)
+        self.syn0 /= np.float32(D)
         self.layer.allocate(V, D)
+        self._give_room(outputs)
         self._wv = None
+
+    def _hot_room(self) -> tuple:
+        """Rows of room (input vectors, output weights) for ``workers`` threads' private copies
+        of the hottest rows (``CpuSession``; none for one thread)."""
+        if self.workers < 2:
+            return 0, 0
+        outputs = self.layer.hot_row_count(1 << 62) if self.layer is not None else 0
+        return self.workers * CpuSession.HOT_INPUTS, self.workers * max(int(outputs), 0)
+
+    def _give_room(self, rows: int) -> None:
+        weights = getattr(self.layer, "weights", None)
+        if isinstance(weights, np.ndarray) and weights.ndim == 2 and weights.dtype == np.float32:
+            self.layer.weights = with_room(weights, rows)
 
     def _session(self, workers: Optional[int] = None, device_name: Optional[str] = None):
         name = self.device if device_name is None else device_name
@@ -220,6 +282,7 @@ class Word2Vec:
         a killed run (``semhuff.checkpoint``)."""
         if self.vocab is None:
             raise SemhuffError("build_vocab() must run before train()")
+        self._pretrained = None  # applied by set_vocab: no need to hold it while training
         source = sentences if sentences is not None else corpus_file
         if source is None:
             raise SemhuffError("train() needs a corpus")
@@ -431,7 +494,9 @@ class Word2Vec:
         model.device_options = dict(device["device_options"] or {})
         model.vocab = vocab
         model.layer = layer
-        model.syn0 = np.ascontiguousarray(arrays["syn0"], dtype=np.float32)
+        inputs, outputs = model._hot_room()
+        model.syn0 = with_room(np.ascontiguousarray(arrays["syn0"], dtype=np.float32), inputs)
+        model._give_room(outputs)
         model.train_calls = int(meta.get("train_calls", 0))
         model.annotations = dict(meta.get("annotations", {}))
         return model
@@ -470,6 +535,22 @@ def _saved_layer_settings(params: dict, layer_cls) -> dict:
     settings = {k: params.pop(k) for k in ("negative", "ns_exponent", "hs_order") if k in params}
     settings.update(params.get("layer_options") or {})
     return {k: v for k, v in settings.items() if k in declared}
+
+
+def _label(source) -> str:
+    return os.fspath(source) if isinstance(source, (str, os.PathLike)) else type(source).__name__
+
+
+def _pretrained_vectors(source, dim: int, fmt: str = "auto"):
+    """``source``'s vectors as ``KeyedVectors`` (a ``VectorsError`` if unreadable), of
+    dimension ``dim`` (else an ``OptionError``)."""
+    from .vectors_io import read_vectors
+    kv = read_vectors(source, fmt)[0]
+    if kv.vector_size != dim:
+        raise OptionError(f"init_vectors {_label(source)} holds {kv.vector_size}-dimensional "
+                          f"vectors but the model's are {dim}-dimensional (vector_size / --dim "
+                          f"{kv.vector_size}?)")
+    return kv
 
 
 def _jsonable(value) -> bool:

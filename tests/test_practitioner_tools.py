@@ -1,6 +1,8 @@
 """Issue 23, "what practitioners reach for": semhuff-query (nearest neighbours and analogies on
 saved vectors, checked against gensim's KeyedVectors on the same file), --init-vectors /
 Word2Vec(init_vectors=...) (pretrained start), and what the memory work made structural."""
+import logging
+import os
 import subprocess
 import sys
 
@@ -10,6 +12,8 @@ from gensim.models import KeyedVectors
 
 from semhuff import Word2Vec
 from semhuff.cli import query
+from semhuff.cli.train import main as train_main
+from semhuff.errors import OptionError, VectorsError
 from semhuff.vocab import Vocab
 
 DIM = 12
@@ -132,3 +136,190 @@ def test_query_console_script_one_line_error(files):
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.strip() == (f"semhuff-query: error: not in the vocabulary of "
                                    f"{paths['binary']} (300 words): nope")
+
+
+# -- init_vectors ----------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def lee_words(lee_path):
+    return Word2Vec(vector_size=DIM, min_count=5, progress=False,
+                    workers=1).build_vocab(lee_path)
+
+
+@pytest.fixture(scope="module")
+def pretrained(tmp_path_factory, lee_words):
+    """Vectors for every third lee word and for words lee lacks, as a word2vec text file."""
+    words = lee_words.words[::3] + ["zzz-not-in-lee", "qqq-nor-this"]
+    kv = _kv(len(words), seed=5)
+    kv.index_to_key = words
+    kv.key_to_index = {w: i for i, w in enumerate(words)}
+    path = tmp_path_factory.mktemp("pre") / "pre.txt"
+    kv.save_word2vec_format(str(path))
+    return str(path)
+
+
+def test_init_vectors_rows_equal_the_file_others_unchanged(lee_path, pretrained, lee_words):
+    start = Word2Vec(vector_size=DIM, min_count=5, progress=False, workers=1,
+                     init_vectors=pretrained)
+    start.build_vocab(lee_path)
+    plain = Word2Vec(vector_size=DIM, min_count=5, progress=False, workers=1)
+    plain.build_vocab(lee_path)
+    file_kv = KeyedVectors.load_word2vec_format(pretrained)  # gensim's reading of the file
+    shared = [w for w in lee_words.words if w in file_kv.key_to_index]
+    assert start.init_vectors_used == len(shared) == len(lee_words.words[::3])
+    ids = [start.vocab.index[w] for w in shared]
+    np.testing.assert_array_equal(start.syn0[ids], file_kv[shared])
+    others = np.setdiff1d(np.arange(len(start.vocab)), ids)
+    np.testing.assert_array_equal(start.syn0[others], plain.syn0[others])  # word2vec's random start
+
+
+def test_init_vectors_start_training_from_them_and_keep_training(lee_path, pretrained):
+    file_kv = KeyedVectors.load_word2vec_format(pretrained)
+    shared = [w for w in file_kv.index_to_key if not w.startswith(("zzz", "qqq"))]
+    # a vanishing learning rate: the trained vectors are the file's
+    still = Word2Vec(lee_path, vector_size=DIM, min_count=5, progress=False, workers=1,
+                     epochs=1, alpha=1e-12, min_alpha=0.0, init_vectors=pretrained)
+    np.testing.assert_allclose(still.wv[shared], file_kv[shared], atol=1e-6)
+    # the decision: imported vectors keep training (gensim's lockf=1.0)
+    moved = Word2Vec(lee_path, vector_size=DIM, min_count=5, progress=False, workers=1,
+                     epochs=1, init_vectors=file_kv)
+    assert np.abs(moved.wv[shared] - file_kv[shared]).max() > 1e-3
+
+
+def test_init_vectors_wrong_dimension_is_an_option_error(pretrained):
+    with pytest.raises(OptionError, match=f"{DIM}-dimensional vectors but the model's are "
+                                          "10-dimensional"):
+        Word2Vec(vector_size=10, init_vectors=pretrained)  # before any corpus is read
+
+
+def test_init_vectors_missing_file_and_no_overlap(tmp_path, lee_path, caplog):
+    with pytest.raises(VectorsError, match="not found"):
+        Word2Vec(vector_size=DIM, init_vectors=str(tmp_path / "none.txt"))
+    other = tmp_path / "other.txt"
+    _kv(20, prefix="zz").save_word2vec_format(str(other))
+    with caplog.at_level(logging.WARNING, logger="semhuff.model"):
+        model = Word2Vec(vector_size=DIM, min_count=5, progress=False, init_vectors=str(other))
+        model.build_vocab(lee_path)
+    assert model.init_vectors_used == 0
+    assert "0 of" in caplog.text and "at random" in caplog.text
+
+
+def test_cli_init_vectors(tmp_path, capsys, lee_path, pretrained):
+    out = tmp_path / "v.npz"
+    code = train_main([lee_path, "-o", str(out), "--dim", str(DIM), "--epochs", "1",
+                       "--workers", "1", "--no-progress", "--init-vectors", pretrained,
+                       "--alpha", "1e-12", "--min-alpha", "0", "--probe"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    file_kv = KeyedVectors.load_word2vec_format(pretrained)
+    n = len(file_kv) - 2
+    assert f"init vectors: {n:,} of " in captured.out
+    kv = Word2Vec.load(str(out)).wv
+    np.testing.assert_allclose(kv[file_kv.index_to_key[:n]], file_kv.vectors[:n], atol=1e-6)
+
+
+@pytest.mark.parametrize("extra,message", [
+    (["--dim", "10"], "12-dimensional vectors but the model's are 10-dimensional"),
+    (["--init-model", "{model}"], "--init-vectors starts a new model; --init-model"),
+])
+def test_cli_init_vectors_errors(tmp_path, capsys, lee_path, pretrained, extra, message):
+    model = tmp_path / "m.npz"
+    m = Word2Vec(vector_size=DIM, min_count=5, progress=False)
+    m.build_vocab(lee_path)
+    m.save(str(model))
+    out = tmp_path / "v.bin"
+    code = train_main([lee_path, "-o", str(out), "--no-progress", "--init-vectors", pretrained,
+                       *[e.format(model=model) for e in extra]])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1 and message in err, err
+    assert not out.exists()
+
+
+# -- memory (issue 23): structural reductions -------------------------------------------------------
+
+def _zipf_sentences(n_sentences=300, length=40, vocab=60, seed=0):
+    rng = np.random.default_rng(seed)
+    weights = 1.0 / np.arange(1, vocab + 1)
+    weights /= weights.sum()
+    return [[f"w{i}" for i in rng.choice(vocab, size=length, p=weights)]
+            for _ in range(n_sentences)]
+
+
+def _two_thread_setup():
+    from semhuff.devices import Plan
+    from semhuff.encode import EpochSource
+    sentences = _zipf_sentences()
+    model = Word2Vec(vector_size=16, window=3, min_count=1, sample=0, seed=3, workers=2,
+                     progress=False)
+    model.build_vocab(sentences)
+    chunks = list(EpochSource(sentences, model.vocab.index, chunk_words=2000,
+                              use_cache=False).epoch())
+    plan = Plan(sg=True, keep_thr=model.vocab.keep_thresholds(0), window=3, reduce_window=True,
+                alpha=0.05, min_alpha=0.001, total_words=sum(len(c.ids) for c in chunks),
+                counts=model.vocab.counts)
+    return model, chunks, plan
+
+
+def _run_chunks(session, chunks, plan):
+    from semhuff.kernels.common import mix_seed
+    session.warm_up(plan)
+    before = 0
+    for i, chunk in enumerate(chunks):  # one at a time: the same arithmetic on any path
+        session.train_chunk(plan, chunk, before, int(mix_seed(1, 0, i)))
+        before += len(chunk.ids)
+    session.close()
+
+
+def test_two_threads_copy_neither_matrix_and_train_the_same():
+    """The threads' private copies of the hottest rows go into room below the model's own
+    matrices: the kernels' input matrix and output weights are the model's memory (before,
+    the input vectors were copied whole for the whole training call, 80 MB at 200k words x
+    100, and the output weights copied when placed). Trained chunk by chunk, the result is bit
+    for bit that of the copying path (a session over copies, which have no room)."""
+    import copy
+    from semhuff.devices import CpuSession
+    model, chunks, plan = _two_thread_setup()
+    reference = CpuSession(model.syn0.copy(), copy.deepcopy(model.layer), 2)
+    syn0, weights = model.syn0, model.layer.weights
+    session = CpuSession(model.syn0, model.layer, 2)
+    session.warm_up(plan)
+    assert session.hot is not None and session.hot_in is not None
+    assert np.shares_memory(session.hot_in.weights, syn0)
+    assert np.shares_memory(session.hot.weights, weights)
+    assert not np.shares_memory(reference.syn0, syn0)  # the fallback: a copy with no room
+    _run_chunks(session, chunks, plan)
+    _run_chunks(reference, chunks, plan)
+    assert model.syn0 is syn0 and np.shares_memory(model.layer.weights, weights)
+    np.testing.assert_array_equal(model.syn0, reference.host_syn0)
+    np.testing.assert_array_equal(model.layer.weights, reference.layer.weights)
+    assert np.abs(model.syn0 - _fresh_start(model)).max() > 0  # it did train
+
+
+def _fresh_start(model):
+    """word2vec's uniform start, computed as before the room existed."""
+    rng = np.random.default_rng(model.seed)
+    V, D = len(model.vocab), model.vector_size
+    return (rng.random((V, D), dtype=np.float32) - np.float32(0.5)) / np.float32(D)
+
+
+def test_the_random_start_is_unchanged_by_the_room():
+    for workers in (1, 2):
+        model = Word2Vec(vector_size=7, min_count=1, workers=workers, seed=11, progress=False)
+        model.build_vocab(_zipf_sentences(50))
+        np.testing.assert_array_equal(model.syn0, _fresh_start(model))
+        assert model.syn0.shape == (len(model.vocab), 7) and model.syn0.flags.c_contiguous
+
+
+def test_hs_hot_rows_traffic_as_the_whole_table_computed_it():
+    """The level-by-level traffic (no table-sized temporaries) names the same rows."""
+    from semhuff.layers.hs import HierarchicalSoftmax
+    from semhuff.trees import make_tree
+    model, _, plan = _two_thread_setup()
+    for kind in ("huffman", "random"):
+        layer = HierarchicalSoftmax(make_tree(kind, model.vocab, seed=2))
+        t = layer.tree
+        on_path = np.arange(t.points.shape[1]) < t.lengths[:, None]
+        traffic = np.bincount(t.points[on_path], minlength=t.n_words - 1, weights=np.broadcast_to(
+            plan.counts.astype(np.float64)[:, None], on_path.shape)[on_path])
+        expected = np.argsort(-traffic, kind="stable")[:20]
+        np.testing.assert_array_equal(layer.hot_rows(plan.counts, 20), expected)

@@ -134,10 +134,14 @@ class HierarchicalSoftmax(OutputLayer):
         tree, which every thread writes on nearly every prediction. (A self-organized tree
         changes: the session asks again after every re-assignment, ``layer_changed``.)"""
         t = self.tree
-        on_path = np.arange(t.points.shape[1]) < t.lengths[:, None]
-        traffic = np.bincount(t.points[on_path], minlength=self.n_rows(t.n_words),
-                              weights=np.broadcast_to(np.asarray(counts, np.float64)[:, None],
-                                                      on_path.shape)[on_path])
+        counts = np.asarray(counts, np.float64)
+        traffic = np.zeros(self.n_rows(t.n_words))
+        # level by level: temporaries of one column, not of every path node (the whole-table
+        # masks took 60 MB at 200k words, at training's peak; issue 23); integer sums: exact
+        for d in range(t.points.shape[1]):
+            deep = t.lengths > d
+            traffic += np.bincount(t.points[deep, d], weights=counts[deep],
+                                   minlength=traffic.shape[0])
         return np.argsort(-traffic, kind="stable")[:n]
 
     def score_kernel(self, sg, dim, cbow_mean=True):
