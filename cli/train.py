@@ -74,14 +74,17 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--min-count", type=int, default=5, help="drop words seen fewer times")
     g.add_argument("--max-vocab-size", type=int, help="prune while counting when the table exceeds this (word2vec.c)")
     g.add_argument("--max-final-vocab", type=int, help="keep only the N most frequent words")
-    g.add_argument("--sample", type=float, default=1e-3, help="down-sampling threshold (0 = off)")
+    g.add_argument("--sample", type=float, default=1e-3,
+                   help="word2vec's down-sampling threshold, a fraction of the corpus "
+                        "(1e-5 .. 1e-2 are usual; 0 = off)")
     g.add_argument("--max-sentence-length", type=int, default=10_000, help="longer lines are cut into pieces (no token is dropped)")
     g = p.add_argument_group("training")
     g.add_argument("--epochs", "--iter", dest="epochs", type=int, default=5, help="passes over the corpus")
     g.add_argument("--alpha", type=float, default=0.025, help="initial learning rate")
     g.add_argument("--min-alpha", type=float, default=0.0001, help="final learning rate")
     g.add_argument("--workers", "--threads", dest="workers", type=int, default=default_workers(),
-                   help="training threads")
+                   help="training threads (more than the CPUs available: capped, with a "
+                        "warning)")
     g.add_argument("--seed", type=int, default=1, help="random seed (workers=1: bit-reproducible)")
     g.add_argument("--device", choices=sorted(DEVICES), default="cpu",
                    help="where training runs: cpu (Hogwild threads) or cuda (one NVIDIA GPU, "

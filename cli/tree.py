@@ -31,6 +31,7 @@ from semhuff.trees.huffman import build_huffman
 from semhuff.trees.semhuff import sibling_similarity
 from semhuff.trees.similarity import DEFAULT_TOP_K, load_similarity
 from semhuff.vocab import Vocab
+from semhuff.wording import counted
 
 from .common import HelpFormatter, cli_main, console_script
 
@@ -172,8 +173,8 @@ def cmd_clusters(args) -> int:
         raise SemhuffError(f"{args.model}: {model.layer.describe()} has no clusters")
     vocab, cluster_of = model.vocab, organizer.cluster_of
     rows = cluster_listing(vocab.words, vocab.counts, cluster_of, organizer.n_clusters, args.top)
-    print(f"{model.layer.describe()}: {len(rows)} non-empty clusters, "
-          f"{len(organizer.history)} re-assignments")
+    print(f"{model.layer.describe()}: {counted(len(rows), 'non-empty cluster')}, "
+          f"{counted(len(organizer.history), 're-assignment')}")
     if args.sample:
         rng = np.random.default_rng(args.seed)
         rows = [rows[i] for i in sorted(rng.choice(len(rows), min(args.sample, len(rows)), replace=False))]

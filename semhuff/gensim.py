@@ -43,7 +43,7 @@ from .corpus import as_corpus, is_one_shot
 from .errors import ModelFileError, UnsupportedArgument
 from .hooks import Hook
 from .vectors_io import to_keyed_vectors
-from .vocab import Vocab
+from .vocab import Vocab, gensim_sample_fraction
 
 logger = logging.getLogger(__name__)
 
@@ -156,13 +156,14 @@ class Word2Vec:
         loss = _loss(hs, negative)
         self.semhuff = _model.Word2Vec(
             vector_size=vector_size, window=window, min_count=max(1, int(min_count)),
-            max_vocab_size=max_vocab_size, sample=sample, sg=int(sg), cbow_mean=int(cbow_mean),
+            max_vocab_size=max_vocab_size, sample=0.0, sg=int(sg), cbow_mean=int(cbow_mean),
             loss=loss, **_ns_settings(loss, negative, ns_exponent),
             alpha=alpha, min_alpha=min_alpha, epochs=epochs, workers=workers, seed=seed,
             progress=False)
         self._init_gensim_state(hs, negative, min_count, max_final_vocab, compute_loss,
                                 batch_words, comment)
         self.ns_exponent = ns_exponent
+        self.sample = sample  # gensim's reading (the property below); the semhuff model's is set
         if sentences is not None or corpus_file is not None:
             self._check_corpus_sanity(sentences, corpus_file, passes=epochs + 1)
             self.build_vocab(corpus_iterable=sentences, corpus_file=corpus_file, trim_rule=trim_rule)
@@ -279,6 +280,7 @@ class Word2Vec:
         model.min_count = max(1, self.effective_min_count)
         vocab = Vocab.from_counts(kept, min_count=1, total_tokens=total_words)
         model.set_vocab(vocab)
+        self.sample = self.sample  # its fraction for this vocabulary
         self.corpus_count, self.corpus_total_words = sentences, total_words
         self._kv = None
         return vocab
@@ -387,9 +389,9 @@ class Word2Vec:
     __repr__ = __str__
 
     # -- persistence -------------------------------------------------------------------------------
-    _SAVED = ("hs", "negative", "ns_exponent", "min_count", "effective_min_count", "max_final_vocab",
-              "compute_loss", "running_training_loss", "batch_words", "comment", "corpus_count",
-              "corpus_total_words", "train_count", "total_train_time")
+    _SAVED = ("hs", "negative", "ns_exponent", "sample", "min_count", "effective_min_count",
+              "max_final_vocab", "compute_loss", "running_training_loss", "batch_words", "comment",
+              "corpus_count", "corpus_total_words", "train_count", "total_train_time")
 
     def save(self, fname):
         """semhuff's model file (``semhuff.Word2Vec.save``) with this adapter's gensim state."""
@@ -419,11 +421,25 @@ class Word2Vec:
                     "corpus_total_words", "train_count", "total_train_time"):
             if key in state:
                 setattr(self, key, state[key])
+        self._sample = state.get("sample", inner.sample)  # the inner model holds its fraction
         return self
+
+    @property
+    def sample(self):
+        """gensim's ``sample``: below 1 word2vec.c's fraction, from 1 on gensim's count reading
+        (``vocab.gensim_sample_fraction``: gensim's keep probabilities); the semhuff model
+        (whose own API takes fractions only) gets the equivalent fraction."""
+        return self._sample
+
+    @sample.setter
+    def sample(self, value):
+        vocab = self.semhuff.vocab
+        self.semhuff.sample = gensim_sample_fraction(value, vocab.retained_tokens if vocab else 1)
+        self._sample = value
 
 
 # settings that live on model.semhuff (reading or setting them here is reading or setting them there)
-for _name in ("vector_size", "alpha", "min_alpha", "window", "sample", "seed", "workers", "sg",
+for _name in ("vector_size", "alpha", "min_alpha", "window", "seed", "workers", "sg",
               "cbow_mean", "epochs", "max_vocab_size"):
     setattr(Word2Vec, _name, _Setting(_name))
 del _name

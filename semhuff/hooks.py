@@ -83,16 +83,19 @@ class HookContext:
         self._layer_changed()
 
 
+def _every(hook: Hook) -> int:
+    k = hook.every_words
+    if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or k < 1:
+        raise ValueError(f"{type(hook).__name__}.every_words must be a positive integer, got {k!r}")
+    return int(k)
+
+
 class HookSchedule:
     """Which hooks are due, and the recent chunks they asked to see."""
 
     def __init__(self, hooks: Sequence[Hook]):
         self.hooks = list(hooks)
-        for hook in self.hooks:
-            k = hook.every_words
-            if k is not None and (not isinstance(k, (int, np.integer)) or k < 1):
-                raise ValueError(f"{type(hook).__name__}.every_words must be a positive integer, got {k!r}")
-        self.next_at = {id(h): h.every_words for h in self.hooks if h.every_words}
+        self.next_at = {id(h): _every(h) for h in self.hooks if h.every_words is not None}
         self.keep_words = max((h.recent_words for h in self.hooks), default=0)
         self.recent: Deque = collections.deque()
         self._recent_words = 0
@@ -102,6 +105,8 @@ class HookSchedule:
         out = []
         for hook in self.hooks:
             at = self.next_at.get(id(hook))
+            if at is None and hook.every_words:  # K set by the hook's on_train_begin
+                at = self.next_at[id(hook)] = _every(hook)
             if at is not None and words >= at:
                 out.append(hook)
                 self.next_at[id(hook)] = (words // hook.every_words + 1) * hook.every_words

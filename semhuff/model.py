@@ -10,6 +10,7 @@ from typing import List, Optional, Sequence, Union
 import numpy as np
 
 from . import checkpoint as checkpoint_file
+from . import health
 from .corpus import DEFAULT_MAX_SENTENCE_LENGTH, Corpus, as_corpus, is_one_shot, is_url
 from .distributed import DaskRunner
 from .encode import count_words
@@ -24,11 +25,14 @@ from .scoring import ScoreReport, score
 from .trainer import TrainReport, TrainSettings, train
 from .tree import Tree
 from .vectors_io import pack_words, resolve_format, unpack_words, save_keyed_vectors, save_word2vec_binary, to_keyed_vectors
-from .vocab import Vocab
+from .vocab import Vocab, check_sample
+from .wording import counted
 
 logger = logging.getLogger(__name__)
 
 MODEL_FORMAT_VERSION = 2
+MAX_SEED = 2 ** 32 - 1
+MAX_SENSIBLE_ALPHA = 0.5  # a warning from here (0.025 is word2vec's; on lee 0.5 failed, 0.25 not)
 _LAYER_PREFIX = "layer."
 
 
@@ -40,7 +44,7 @@ def default_workers() -> int:
 
 
 def _check_options(vector_size, window, min_count, sample, alpha, min_alpha, epochs, workers,
-                   max_sentence_length, max_vocab_size):
+                   max_sentence_length, max_vocab_size, seed=1):
     def need(cond, msg):
         if not cond:
             raise OptionError(msg)
@@ -48,13 +52,19 @@ def _check_options(vector_size, window, min_count, sample, alpha, min_alpha, epo
     need(vector_size <= 10_000, f"vector_size {vector_size} is unreasonably large (max 10000)")
     need(isinstance(window, (int, np.integer)) and window >= 1, f"window must be a positive integer, got {window!r}")
     need(isinstance(min_count, (int, np.integer)) and min_count >= 1, f"min_count must be >= 1, got {min_count!r}")
-    need(np.isfinite(sample) and sample >= 0, f"sample must be >= 0, got {sample!r}")
+    check_sample(sample)  # word2vec.c's fraction: >= 1 is an error here (semhuff.gensim's reading)
     need(np.isfinite(alpha) and alpha > 0, f"alpha must be > 0, got {alpha!r}")
+    if alpha >= MAX_SENSIBLE_ALPHA:  # word2vec.c and gensim accept any; a warning, not an error
+        logger.warning("alpha=%g is far above word2vec's usual 0.025 (skip-gram) / 0.05 (CBOW): "
+                       "training will most likely diverge or fail", alpha)
     need(np.isfinite(min_alpha) and 0 <= min_alpha <= alpha, f"min_alpha must be in [0, alpha], got {min_alpha!r}")
     need(isinstance(epochs, (int, np.integer)) and epochs >= 1, f"epochs must be >= 1, got {epochs!r}")
     need(isinstance(workers, (int, np.integer)) and workers >= 1, f"workers must be >= 1, got {workers!r}")
     need(max_sentence_length >= 1, "max_sentence_length must be >= 1")
     need(max_vocab_size is None or max_vocab_size >= 1, "max_vocab_size must be >= 1")
+    # gensim's range (numpy's RandomState refuses others); word2vec.c's seed is unsigned
+    need(isinstance(seed, (int, np.integer)) and not isinstance(seed, bool)
+         and 0 <= seed <= MAX_SEED, f"seed must be an integer in 0..{MAX_SEED}, got {seed!r}")
 
 
 class Word2Vec:
@@ -101,7 +111,7 @@ class Word2Vec:
                  cache_ids: bool = True, dask=None, init_vectors=None):
         workers = default_workers() if workers is None else workers
         _check_options(vector_size, window, min_count, sample, alpha, min_alpha, epochs,
-                       workers, max_sentence_length, max_vocab_size)
+                       workers, max_sentence_length, max_vocab_size, seed)
         named = dict(negative=negative, ns_exponent=ns_exponent, tree=tree,
                      similarity=similarity, hs_order=hs_order)
         # the output layer's settings: those given, checked against what it declares
@@ -296,9 +306,10 @@ class Word2Vec:
                                  seed=self.seed + self.train_calls, chunk_words=self.chunk_words,
                                  progress=self.progress, cache_ids=self.cache_ids,
                                  tmp_dir=self.tmp_dir)
-        logger.info("training %s, %s, dim %d, window %d, %d epochs, %d workers on %s%s",
+        logger.info("training %s, %s, dim %d, window %d, %s, %s on %s%s",
                     "skip-gram" if self.sg else "CBOW", self.layer.describe(), self.vector_size,
-                    self.window, epochs, self.workers, self.device,
+                    self.window, counted(epochs, "epoch"), counted(self.workers, "worker"),
+                    self.device,
                     f" ({self.backend})" if self.backend else "")
         retained, raw = (_epoch_words if _epoch_words is not None
                          else self._epoch_words(corpus, words_per_epoch))
@@ -323,9 +334,7 @@ class Word2Vec:
             hint = (" (it is a one-shot iterator: was it consumed already?)"
                     if is_one_shot(source) else "")
             raise SemhuffError(f"the corpus yielded no tokens during training{hint}")
-        if not (np.isfinite(self.syn0).all() and np.isfinite(self.layer.weights).all()):
-            raise TrainingDiverged("training diverged: the weights became non-finite "
-                                   f"(learning rate {self.alpha} too high?)")
+        health.check_model(self, report)  # non-finite, or far worse than untrained: failed
         self.reports.append(report)
         self.train_calls += 1
         if self._scanned is not None and self._scanned[0] and self._scanned[0][0] == "object":

@@ -27,12 +27,14 @@ from typing import Iterable, Iterator, List, Optional, Sequence
 
 import numpy as np
 
+from . import health
 from .cpu_session import Plan
 from .encode import DEFAULT_CHUNK_WORDS, EpochSource
 from .errors import CheckpointError, TrainingDiverged
 from .hooks import Hook, HookContext, HookSchedule
 from .id_cache import cache_dir, check_space, estimate_bytes
 from .kernels.common import mix_seed
+from .wording import counted
 
 logger = logging.getLogger(__name__)
 
@@ -148,9 +150,9 @@ class TrainReport:
             losses = losses[:3] + ["..."] + losses[-2:]
         compiled = (f" (+{self.compile_seconds:.1f} s compiling the kernel, once per configuration)"
                     if self.compile_seconds >= 0.05 else "")
-        hooks = (f"; hooks: {self.hook_calls} calls, {self.hook_seconds:.1f} s"
+        hooks = (f"; hooks: {counted(self.hook_calls, 'call')}, {self.hook_seconds:.1f} s"
                  if self.hook_calls else "")
-        return (f"{len(self.epochs)} epochs, {self.raw_words:,} raw words "
+        return (f"{counted(len(self.epochs), 'epoch')}, {self.raw_words:,} raw words "
                 f"({self.trained_words:,} after down-sampling) in {self.seconds:.1f} s = "
                 f"{self.words_per_second:,.0f} words/s{compiled}; loss per prediction by epoch: "
                 f"{', '.join(losses)}{hooks}")
@@ -329,6 +331,9 @@ class TrainingRun:
                          total_words=max(1, s.epochs * retained_tokens), cbow_mean=s.cbow_mean,
                          counts=self.counts)
         self.keep_prob = keep_thr.astype(np.float64) / 2.0 ** 32
+        health.warn_down_sampling(self.counts, self.keep_prob)
+        # an epoch far worse than this untrained loss fails the run (semhuff.health)
+        self.chance_loss = health.chance_loss(self.layer, self.counts, self.keep_prob)
         self.hooks = HookSchedule(list(self.layer.hooks()) + list(hooks))
         self.checkpoint = checkpoint
         self.start = start
@@ -455,6 +460,8 @@ class TrainingRun:
                 stats.seconds = time.perf_counter() - self.epoch_started
                 logger.info("epoch %d: %d raw words, loss per prediction %.4f", epoch + 1,
                             stats.raw_words, stats.loss_per_pair)
+                health.check_epoch(stats.loss_per_pair, self.chance_loss, epoch, s.alpha,
+                                   health.keep_share(self.counts, self.keep_prob))
                 self.call_hooks("on_epoch_end")
             session.to_host()
             self.call_hooks("on_train_end")

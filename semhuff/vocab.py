@@ -12,6 +12,7 @@ import numpy as np
 
 from .errors import OptionError, VocabError
 from .io_utils import atomic_output
+from .wording import counted
 
 logger = logging.getLogger(__name__)
 
@@ -53,6 +54,33 @@ def prune_counts(counts: Counter, min_reduce: int) -> int:
         del counts[word]
     logger.info("pruned vocabulary to %d words (counts <= %d dropped)", len(counts), min_reduce)
     return min_reduce + 1
+
+
+SAMPLE_RANGE = "1e-5 .. 1e-2 are usual, 0 disables"
+
+
+def check_sample(sample) -> float:
+    """``sample`` as word2vec.c reads it, a share of the corpus in [0, 1); else an error. A
+    value >= 1 is refused, not read as a count: read as a share it would keep almost no
+    frequent word, and the silent count reading (gensim's) surprised users (issue 23)."""
+    ok = isinstance(sample, (int, float, np.integer, np.floating)) and not isinstance(sample, bool)
+    if not ok or not np.isfinite(sample) or not 0 <= sample < 1:
+        raise OptionError(f"sample is word2vec's down-sampling threshold, a fraction of the "
+                          f"corpus ({SAMPLE_RANGE}), got {sample!r}")
+    return float(sample)
+
+
+def gensim_sample_fraction(sample: float, retained_tokens: int) -> float:
+    """gensim's ``sample`` as the fraction ``Vocab.keep_probabilities`` takes, giving gensim's
+    keep probabilities (``gensim.models.word2vec.Word2Vec.prepare_vocab``): below 1 it is that
+    fraction; from 1 on gensim reads it as a count, t = int(sample * (3 + sqrt 5) / 2). A t at
+    or above the retained tokens keeps every word: 0."""
+    if not np.isfinite(sample) or sample < 0:
+        raise OptionError(f"sample must be >= 0, got {sample!r}")
+    if sample < 1:
+        return float(sample)
+    threshold = int(sample * (3 + np.sqrt(5)) / 2)
+    return threshold / retained_tokens if threshold < retained_tokens else 0.0
 
 
 def check_max_final_vocab(max_final_vocab: Optional[int]) -> None:
@@ -162,20 +190,35 @@ class Vocab:
     def __contains__(self, word: str) -> bool:
         return word in self.index
 
+    def need_two_words(self, what: str) -> None:
+        """A ``VocabError`` unless there are two words at least (an output layer with one word
+        predicts it with certainty and learns nothing), saying what would help."""
+        if len(self) >= 2:
+            return
+        n, shown = len(self), ", ".join(repr(w) for w in self.words[:1])
+        if self.retained_tokens >= self.total_tokens:  # every token is in it: nothing to add
+            why = f"the corpus has only {counted(n, 'distinct word')}"
+        else:
+            why = (f"only {counted(n, 'word')} reach{'es' if n == 1 else ''} "
+                   f"min_count={self.min_count} (a lower min_count, or a larger max_final_vocab, "
+                   f"keeps more)")
+        raise VocabError(f"{what} needs at least 2 words in the vocabulary, but {why}"
+                         + (f": {shown}" if shown else ""))
+
     @property
     def retained_tokens(self) -> int:
         return int(self.counts.sum())
 
     def keep_probabilities(self, sample: float) -> np.ndarray:
-        """word2vec / gensim down-sampling: a word of count c is kept with probability
-        (sqrt(c / t) + 1) * t / c, capped at 1, where t = sample * retained tokens
-        (``sample >= 1`` is read as an absolute count t, as gensim does; 0 disables)."""
-        if sample < 0:
-            raise VocabError("sample must be >= 0")
+        """word2vec's down-sampling: a word of count c is kept with probability
+        (sqrt(c / t) + 1) * t / c, capped at 1, where t = sample * retained tokens; 0 disables.
+        ``sample`` is word2vec.c's fraction only (usual: 1e-5 .. 1e-2): gensim's other reading
+        of ``sample >= 1`` as a count is ``gensim_sample_fraction``'s, for the drop-in alone."""
+        check_sample(sample)
         counts = self.counts.astype(np.float64)
         if sample == 0:
             return np.ones(len(counts))
-        threshold = sample * self.retained_tokens if sample < 1.0 else float(sample)
+        threshold = sample * self.retained_tokens
         prob = (np.sqrt(counts / threshold) + 1.0) * (threshold / counts)
         return np.minimum(prob, 1.0)
 

@@ -57,6 +57,7 @@ class ClassSoftmax(ClusterDiagnostics, OutputLayer):
     @classmethod
     def create(cls, vocab, seed=1, clustering="self-organized", heldout=None,
                heldout_tokens=20_000, **options):
+        vocab.need_two_words("the class softmax")
         settings = organizer_options(options)
         if clustering != "self-organized":
             extra = set(settings) - {"clusters"} | ({"heldout"} if heldout is not None else set())
@@ -126,6 +127,6 @@ class ClassSoftmax(ClusterDiagnostics, OutputLayer):
         return self.organizer.cluster_of
 
     def describe(self):
-        how = {"self-organized": f"self-organized (re-assigned every {self.organizer.reassign_every:,} words)",
+        how = {"self-organized": f"self-organized (re-assigned {self.organizer.describe_every()})",
                "frequency": "frequency-binned", "random": "random"}[self.clustering]
         return f"two-level class softmax over {self.organizer.n_clusters} {how} clusters"

@@ -89,9 +89,7 @@ class HierarchicalSoftmax(OutputLayer):
         """``tree``: a ``Tree`` or the name of a tree builder (``semhuff.trees``; default
         "huffman"), which gets ``similarity`` and its own ``tree_options``."""
         TREE.validate(tree)
-        if len(vocab) < 2:
-            raise OptionError(f"hierarchical softmax needs at least 2 words in the vocabulary, "
-                              f"got {len(vocab)} (lower min_count?)")
+        vocab.need_two_words("hierarchical softmax")
         if not isinstance(tree, Tree):
             tree = make_tree(tree or "huffman", vocab, similarity=similarity, seed=seed,
                              **tree_options)

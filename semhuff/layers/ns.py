@@ -38,6 +38,7 @@ class NegativeSampling(OutputLayer):
 
     @classmethod
     def create(cls, vocab, seed=1, negative=5, ns_exponent=0.75):
+        vocab.need_two_words("negative sampling")  # else every noise word is the target
         layer = cls(negative, ns_exponent)
         layer.set_noise(vocab.counts)
         return layer

@@ -31,6 +31,14 @@ more c is predicted around w than around words in general. On planted word class
 recovers the classes where log-prob leaves some mixed; on real text log-prob reaches the lower
 cluster perplexity and moves fewer words (docs/self_organized.md has the measurements).
 
+``reassign_every`` (K, input words): by default (None) chosen for each ``train()`` call from
+its length, ``auto_reassign_every``: ``AUTO_REASSIGNMENTS`` re-assignments within the share of
+the call that re-assigns (``reassign_until``), at most ``DEFAULT_REASSIGN_EVERY`` words apart
+(the fixed default before, kept for long runs: the measurements in docs/self_organized.md
+used it). A fixed K gave a short run on a small corpus no re-assignment at all (issue 23). A
+run whose settings allow none (an explicit K longer than its re-assigning share) is warned
+about before it trains, not refused: a K beyond the run is also how clusters are kept fixed.
+
 ``margin`` (bits, default 0 as in the paper): a word leaves its cluster only for one that ranks
 higher by more than this. ``reassign_until`` (default 1/3; the paper: 1): re-assign only during
 this share of each ``train()`` call, then keep the clusters, so that the rows the last
@@ -55,15 +63,17 @@ logger = logging.getLogger(__name__)
 
 SMOOTHINGS = ("interval", "epoch", "printed")
 CRITERIA = ("lift", "log-prob")
-DEFAULT_REASSIGN_EVERY = 1_000_000
+DEFAULT_REASSIGN_EVERY = 1_000_000  # the most words between automatic re-assignments
+AUTO_REASSIGNMENTS = 10  # re-assignments an automatic K gives a run (fewer past 30M words)
 
 # The SelfOrganizer's settings, declared once (``semhuff.options``): both clustered layers take
 # them, and the command line, Word2Vec's checks and --init-model read them from here.
 ORGANIZER_OPTIONS = (
     CLUSTERS,
-    Option("reassign_every", int, DEFAULT_REASSIGN_EVERY,
-           "re-assign words to clusters every this many words", metavar="WORDS",
-           check=positive_int),
+    Option("reassign_every", int, None,
+           f"re-assign words to clusters every this many words (default: from the run's "
+           f"length, {AUTO_REASSIGNMENTS} re-assignments while they are on, at most "
+           f"{DEFAULT_REASSIGN_EVERY:,} words apart)", metavar="WORDS", check=positive_int),
     Option("reassign_until", float, 1 / 3, "re-assign only during this share of training, "
            "then freeze the clusters (the paper: 1)", metavar="SHARE", check=share,),
     Option("cluster_init", str, "random", "starting clusters: random (the paper) or frequency "
@@ -87,7 +97,7 @@ class SelfOrganizer:
     """The learned clustering of one layer. ``cluster_of`` is the current assignment; ``q`` and
     ``lam`` are handed to the kernels; ``history`` has one row per re-assignment."""
 
-    def __init__(self, clusters: Optional[int] = None, reassign_every: int = DEFAULT_REASSIGN_EVERY,
+    def __init__(self, clusters: Optional[int] = None, reassign_every: Optional[int] = None,
                  cluster_init: str = "random", smoothing: str = "epoch", criterion: str = "log-prob",
                  margin: float = 0.0, reassign_until: float = 1 / 3, gamma: float = 1.5,
                  freq_budget: float = 0.1, seed: int = 1):
@@ -96,7 +106,8 @@ class SelfOrganizer:
                      reassign_until=reassign_until, gamma=gamma, freq_budget=freq_budget)
         check_settings("self-organizing clusters", ORGANIZER_OPTIONS, given)  # the declarations
         self.clusters = clusters
-        self.reassign_every = int(reassign_every)
+        self.reassign_every = None if reassign_every is None else int(reassign_every)
+        self.every = self.reassign_every  # K of the current (or last) train() call
         self.cluster_init = cluster_init
         self.smoothing = smoothing
         self.criterion = criterion
@@ -117,10 +128,33 @@ class SelfOrganizer:
     def start(self, counts) -> None:
         """Initial clusters and a flat q for a fresh layer over words with these counts."""
         V = len(counts)
-        self.clusters = check_clusters(self.clusters or default_clusters(V), V)
+        # only "not given" means the default: 0 is an error, never the default (issue 23)
+        self.clusters = check_clusters(default_clusters(V) if self.clusters is None
+                                       else self.clusters, V)
         self.cluster_of = initial_clusters(self.cluster_init, counts, self.clusters, self.seed)
         self.q = np.full((V, self.clusters), -math.log2(self.clusters), dtype=np.float32)
         self.lam = np.zeros(V, dtype=np.float32)
+
+    def plan_run(self, total_words: int) -> int:
+        """K for a ``train()`` call of ``total_words`` input words (``reassign_every``, or
+        the automatic one); a warning when it allows no re-assignment."""
+        window = int(self.reassign_until * total_words)
+        self.every = (auto_reassign_every(window) if self.reassign_every is None
+                      else self.reassign_every)
+        if self.every > window:
+            logger.warning(
+                "the self-organized clusters will never be re-assigned: reassign_every is %s "
+                "words, but re-assignment stops after the first %s words (reassign_until %.0f%% "
+                "of this run's %s); lower --reassign-every (e.g. %s) or leave it out",
+                f"{self.every:,}", f"{window:,}", 100 * self.reassign_until, f"{total_words:,}",
+                f"{auto_reassign_every(window):,}")
+        return self.every
+
+    def describe_every(self) -> str:
+        if self.reassign_every is not None:
+            return f"every {self.reassign_every:,} words"
+        last = f", last run every {self.every:,} words" if self.every else ""
+        return f"every K words (K from the run's length{last})"
 
     def set_smoothing(self, counts, keep_prob, sampled_share, words_per_epoch: float) -> None:
         """lam per word for this training run (``sampled_share``: the share of a word's centres
@@ -131,7 +165,8 @@ class SelfOrganizer:
         else:
             samples = f * np.asarray(keep_prob, np.float64) * sampled_share
             if self.smoothing == "interval":
-                samples *= min(1.0, self.reassign_every / max(words_per_epoch, 1.0))
+                every = self.every or DEFAULT_REASSIGN_EVERY
+                samples *= min(1.0, every / max(words_per_epoch, 1.0))
             lam = 1.0 - 1.0 / np.maximum(samples, 1.0)
         self.lam[:] = lam.astype(np.float32)
 
@@ -181,14 +216,16 @@ class SelfOrganizer:
 
 class ReassignHook(Hook):
     """Every ``reassign_every`` words: the layer re-assigns its words (``layer.reorganize``);
-    at the start of training it sets its smoothing for this run (``layer.prepare``)."""
+    at the start of training it chooses K for this run (``SelfOrganizer.plan_run``) and sets
+    its smoothing (``layer.prepare``)."""
 
-    def __init__(self, layer, every: int, heldout=None):
+    def __init__(self, layer, every: Optional[int], heldout=None):
         self.layer = layer
-        self.every_words = every
+        self.every_words = every  # None: set by on_train_begin, from the run's length
         self.heldout = heldout
 
     def on_train_begin(self, context) -> None:
+        self.every_words = self.layer.organizer.plan_run(context.total_words)
         self.layer.prepare(context)
 
     def on_words(self, context) -> None:
@@ -208,6 +245,13 @@ class ReassignHook(Hook):
                     100 * row["changed_mass"],
                     f"; held-out cluster perplexity {row['cluster_ppl']:.1f}"
                     if "cluster_ppl" in row else "")
+
+
+def auto_reassign_every(window_words: int) -> int:
+    """The automatic K: ``AUTO_REASSIGNMENTS`` re-assignments within ``window_words``, at most
+    ``DEFAULT_REASSIGN_EVERY`` apart (re-assignments happen at chunk boundaries: a K below a
+    chunk's words means one at every boundary)."""
+    return int(min(DEFAULT_REASSIGN_EVERY, max(1, window_words // AUTO_REASSIGNMENTS)))
 
 
 def organizer_options(options: dict) -> dict:

@@ -24,7 +24,6 @@ from typing import Dict, Tuple
 import numba
 import numpy as np
 
-from ..errors import OptionError
 from ..kernels import loop
 from ..options import Option, positive_number
 from ..tree import Tree
@@ -165,8 +164,7 @@ class SelfOrganizedHS(ClusterDiagnostics, HierarchicalSoftmax):
     def create(cls, vocab, seed=1, hs_order="mixed", samples_per_word=DEFAULT_SAMPLES_PER_WORD,
                clip="skip", heldout=None, heldout_tokens=20_000, **options):
         organizer = SelfOrganizer(seed=seed, **organizer_options(options))
-        if len(vocab) < 2:
-            raise OptionError("hierarchical softmax needs at least 2 words in the vocabulary")
+        vocab.need_two_words("hierarchical softmax")
         organizer.start(vocab.counts)
         tree, depth = cluster_tree(organizer.cluster_of, vocab.counts, organizer.n_clusters,
                                    kind="self-organized")
@@ -245,5 +243,5 @@ class SelfOrganizedHS(ClusterDiagnostics, HierarchicalSoftmax):
 
     def describe(self):
         return (f"hierarchical softmax over a self-organized tree ({self.organizer.n_clusters} "
-                f"clusters re-assigned every {self.organizer.reassign_every:,} words, max depth "
+                f"clusters re-assigned {self.organizer.describe_every()}, max depth "
                 f"{self.tree.max_depth}, {self.order} order)")
