@@ -216,6 +216,13 @@ class CpuSession:
         rows = self.layer.hot_rows(plan.counts, n)
         if rows is None or len(rows) == 0:
             return None
+        if self.HOT_ROWS is None and 2 * len(rows) > self.layer.weights.shape[0]:
+            # most of a small layer private (NS's 4,096 rows of a 889-word vocabulary): each
+            # thread would train a whole chunk against its own copy of the layer, a chunk-late
+            # sum, not Hogwild. Measured worse (issue 23, gensim's test_parallel: CBOW + NS,
+            # dim 16, 4 threads: 'palestinian' 1st-15th among 'israeli''s neighbours over 6
+            # seeds, 1st-2nd with every row shared); a small layer is all hot anyway
+            return None
         share = self.HOT_SHARE
         if share is None:
             share = 1.0 / self.concurrency if self.layer.HOT_MERGE == "average" else 1.0

@@ -14,8 +14,10 @@ class CorpusError(SemhuffError):
     """The corpus is missing, empty, unreadable or not text."""
 
 
-class VocabError(SemhuffError):
-    """The vocabulary cannot be built or read (e.g. no word reaches min_count)."""
+class VocabError(SemhuffError, RuntimeError):
+    """The vocabulary cannot be built or read (e.g. no word reaches min_count). Also a
+    ``RuntimeError``: what gensim raises there ("you must first build vocabulary"), so code
+    written for gensim catches it through ``semhuff.gensim``."""
 
 
 class TreeError(SemhuffError):

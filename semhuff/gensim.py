@@ -14,15 +14,25 @@ What differs, on purpose:
 * an argument or value semhuff cannot honour raises ``UnsupportedArgument`` (a ``ValueError``)
   that names it, never silently ignored: ``hs=1`` together with ``negative > 0`` (gensim trains
   both output layers at once; semhuff trains one), ``hashfxn`` other than ``hash``,
-  ``null_word=1``, ``sorted_vocab=0``, ``shrink_windows=False``, ``build_vocab(update=True)``,
-  ``keep_raw_vocab=True``, ``dry_run=True``, ``train(word_count != 0)``;
-* ``batch_words``, ``queue_factor``, ``report_delay``, ``progress_per`` and ``load(mmap=...)``
-  only tune how work is split, logged or read into memory in gensim: accepted, with the same
-  results;
-* ``save()`` writes semhuff's model file (``.npz`` content, any name), ``load()`` reads it (or
-  any semhuff model file);
-* ``score()`` (gensim's per-sentence log probabilities) is not provided: semhuff's held-out
-  perplexity is ``model.semhuff.score(corpus)``;
+  ``null_word=1``, ``sorted_vocab=0``, ``train(word_count != 0)``;
+* sentences are lists of tokens, as in gensim: a string or a list of strings is refused with a
+  ``CorpusError`` saying so (gensim warns and trains on single characters), unless they name
+  existing corpus files (semhuff's extension; gensim's way is ``corpus_file=``);
+* ``build_vocab(update=True)`` appends the new words after the old ones, as gensim does (the
+  vocabulary is no longer sorted by count; the Huffman tree is rebuilt over the new counts and
+  keeps the output rows in merge order, as gensim's does);
+* ``batch_words``, ``queue_factor``, ``report_delay``, ``progress_per``, ``load(mmap=...)`` and
+  ``save``'s ``sep_limit`` / ``separately`` / ``pickle_protocol`` only tune how work is split,
+  logged or stored in gensim: accepted, with the same results;
+* ``save()`` writes semhuff's model file (``.npz`` content, any name), ``load()`` reads it, any
+  semhuff model file, or a model gensim saved (read with gensim, then converted: its vectors,
+  counts and trained output layer, over gensim's own Huffman tree);
+* ``predict_output_word()`` also answers for hierarchical softmax (gensim: negative sampling
+  only), with the exact distribution P(w | context) the tree defines; ``score()`` gives exact
+  float64 log probabilities (gensim skips the terms whose score is beyond +-6);
+* ``syn1`` is a read-only copy with gensim's shape (one row per word; semhuff's tree has one
+  fewer inner node, gensim's last row stays zero too); ``wv.vectors_lockf`` is there but only
+  its default (all 1) is honoured: training refuses a vector locked to anything else;
 * sentences longer than 10,000 tokens are cut into pieces, never truncated (gensim drops the
   rest); a generator can be given to ``train()`` (semhuff caches the first pass), not to the
   constructor, which reads the corpus twice (gensim's ``TypeError``);
@@ -38,12 +48,19 @@ import os
 import time
 from collections import defaultdict
 
+import numpy as np
+
+from . import __version__ as _semhuff_version
 from . import model as _model
 from .corpus import as_corpus, is_one_shot
-from .errors import ModelFileError, UnsupportedArgument
+from .errors import CorpusError, UnsupportedArgument, VocabError
+from .gensim_support import (cum_table, from_gensim, hs_log_probs, huffman_tree,
+                             score_sentences)
 from .hooks import Hook
+from .layers.hs import HierarchicalSoftmax
+from .layers.ns import NegativeSampling
 from .vectors_io import to_keyed_vectors
-from .vocab import Vocab, gensim_sample_fraction
+from .vocab import Vocab, gensim_sample_fraction, no_word_kept
 
 logger = logging.getLogger(__name__)
 
@@ -51,10 +68,7 @@ MAX_WORDS_IN_BATCH = 10000  # gensim's default batch_words
 
 #: gensim Word2Vec methods this adapter does not provide (a clear error instead of AttributeError)
 _NOT_PROVIDED = {
-    "score": "semhuff's held-out perplexity is model.semhuff.score(corpus) (semhuff.Word2Vec.score)",
-    "predict_output_word": "not implemented in semhuff",
     "estimate_memory": "not implemented in semhuff",
-    "reset_from": "not implemented in semhuff",
     "make_cum_table": "semhuff's negative sampling draws noise words with an alias table",
     "create_binary_tree": "semhuff builds trees with semhuff.trees.make_tree",
     "intersect_word2vec_format": "not implemented in semhuff",
@@ -81,6 +95,51 @@ def _loss(hs, negative) -> str:
             "gensim then trains hierarchical softmax and negative sampling at once, semhuff one "
             "output layer; set negative=0 (hierarchical softmax) or hs=0 (negative sampling)")
     return "hs" if hs else "ns"
+
+
+def _check_not_strings(corpus_iterable) -> None:
+    """gensim's sentences are lists of tokens: a string, or a list of strings, that does not
+    name existing corpus files (semhuff's extension) is a mistake (gensim warns and counts
+    single characters; semhuff's own API would look for files of those names)."""
+    def is_path(p):
+        return isinstance(p, (str, os.PathLike)) and os.path.exists(p)
+
+    if isinstance(corpus_iterable, (str, bytes, os.PathLike)):
+        if is_path(corpus_iterable):
+            return
+        raise CorpusError(f"sentences must be lists of tokens, got the string "
+                          f"{str(corpus_iterable)[:40]!r}, which is not a file either; a text "
+                          f"file is corpus_file=path")
+    if isinstance(corpus_iterable, (list, tuple)) and corpus_iterable \
+            and isinstance(corpus_iterable[0], (str, bytes, os.PathLike)) \
+            and not all(is_path(p) for p in corpus_iterable):
+        raise CorpusError(f"sentences must be lists of tokens (e.g. [['hello', 'world'], ...]), "
+                          f"got a sequence of strings ({str(corpus_iterable[0])[:40]!r}, ...) "
+                          f"that are not files: split each sentence into words; a text file is "
+                          f"corpus_file=path")
+
+
+def _downsampling(kept: dict, sample, retain_total: int) -> dict:
+    """gensim's estimate of what down-sampling leaves, for ``prepare_vocab``'s report."""
+    if not sample:
+        threshold = retain_total
+    elif sample < 1.0:
+        threshold = sample * retain_total
+    else:
+        threshold = int(sample * (3 + np.sqrt(5)) / 2)
+    unique, total = 0, 0.0
+    for count in kept.values():
+        keep = (np.sqrt(count / threshold) + 1) * (threshold / count) if threshold else 1.0
+        if keep < 1.0:
+            unique += 1
+            total += keep * count
+        else:
+            total += count
+    return {"downsample_unique": unique, "downsample_total": int(total)}
+
+
+def _call_on_class_only(*args, **kwargs):
+    raise AttributeError("This method should be called on a class object.")
 
 
 class _Setting:
@@ -150,8 +209,6 @@ class Word2Vec:
         _refuse(hashfxn is not hash, "hashfxn", "initial vectors are drawn from seed alone")
         _refuse(bool(null_word), "null_word=1", "CBOW windows are not padded with a null word")
         _refuse(not sorted_vocab, "sorted_vocab=0", "the vocabulary is always sorted by frequency")
-        _refuse(not shrink_windows, "shrink_windows=False",
-                "windows are always word2vec's reduced windows")
         _refuse(min_count < 0, f"min_count={min_count}", "it must be >= 0")
         loss = _loss(hs, negative)
         self.semhuff = _model.Word2Vec(
@@ -159,11 +216,13 @@ class Word2Vec:
             max_vocab_size=max_vocab_size, sample=0.0, sg=int(sg), cbow_mean=int(cbow_mean),
             loss=loss, **_ns_settings(loss, negative, ns_exponent),
             alpha=alpha, min_alpha=min_alpha, epochs=epochs, workers=workers, seed=seed,
-            progress=False)
+            shrink_windows=bool(shrink_windows), progress=False)
+        self.load = _call_on_class_only  # gensim's: load() is a class method
         self._init_gensim_state(hs, negative, min_count, max_final_vocab, compute_loss,
                                 batch_words, comment)
         self.ns_exponent = ns_exponent
         self.sample = sample  # gensim's reading (the property below); the semhuff model's is set
+        self.add_lifecycle_event("created", params=str(self))
         if sentences is not None or corpus_file is not None:
             self._check_corpus_sanity(sentences, corpus_file, passes=epochs + 1)
             self.build_vocab(corpus_iterable=sentences, corpus_file=corpus_file, trim_rule=trim_rule)
@@ -194,7 +253,12 @@ class Word2Vec:
         self.corpus_total_words = 0
         self.train_count = 0
         self.total_train_time = 0.0
-        self.null_word, self.sorted_vocab, self.shrink_windows, self.hashfxn = 0, 1, True, hash
+        self.null_word, self.sorted_vocab, self.hashfxn = 0, 1, hash
+        self.min_alpha_yet_reached = self.alpha  # gensim's: warn when a later train() starts higher
+        self.corpus_retained_words = None  # in-vocabulary words of the corpus last scanned
+        self.raw_vocab = defaultdict(int)
+        self._raw_total = 0
+        self._prepared = None  # the vocabulary prepare_vocab() made, for prepare_weights()
         self._kv = None
         self._empty_kv = None
 
@@ -215,6 +279,7 @@ class Word2Vec:
         if corpus_iterable is not None and not isinstance(corpus_iterable, Iterable):
             raise TypeError(f"The corpus_iterable must be an iterable of lists of strings, got "
                             f"{corpus_iterable!r} instead")
+        _check_not_strings(corpus_iterable)
         if passes > 1 and corpus_iterable is not None and is_one_shot(corpus_iterable):
             # gensim checks generators only; any iterator would train on nothing after the scan
             raise TypeError(f"Using a generator as corpus_iterable can't support {passes} passes. "
@@ -223,67 +288,166 @@ class Word2Vec:
     def build_vocab(self, corpus_iterable=None, corpus_file=None, update=False, progress_per=10000,
                     keep_raw_vocab=False, trim_rule=None, min_count=None, sample=None,
                     dry_run=False):
-        """Scan the corpus: vocabulary (``min_count``, ``max_final_vocab``, ``trim_rule`` and
-        ``max_vocab_size`` pruning with gensim's own rules), ``corpus_count``,
-        ``corpus_total_words``, the output layer and fresh weights."""
-        _refuse(update, "build_vocab(update=True)",
-                "the output layer (its tree) is built for a fixed vocabulary; build a new model")
-        _refuse(keep_raw_vocab, "keep_raw_vocab=True", "the raw counts are not kept")
-        _refuse(dry_run, "dry_run=True", "build the vocabulary to see its size")
+        """gensim's ``build_vocab``: ``scan_vocab`` (``corpus_count``, ``corpus_total_words``,
+        ``max_vocab_size`` pruning), ``prepare_vocab`` (``min_count``, ``max_final_vocab``,
+        ``trim_rule``: gensim's own rules) and ``prepare_weights`` (the output layer and fresh
+        weights; with ``update=True`` the new words are added and the trained rows kept)."""
         self._check_corpus_sanity(corpus_iterable, corpus_file, passes=1)
-        from gensim.utils import keep_vocab_item, prune_vocab
+        total, sentences = self.scan_vocab(corpus_iterable, corpus_file, progress_per,
+                                           trim_rule=trim_rule)
+        self.corpus_count, self.corpus_total_words = sentences, total
+        self.prepare_vocab(update=update, keep_raw_vocab=keep_raw_vocab, trim_rule=trim_rule,
+                           min_count=min_count, sample=sample, dry_run=dry_run)
+        if not dry_run:
+            self.prepare_weights(update=update)
+        self.add_lifecycle_event("build_vocab", update=update, trim_rule=str(trim_rule))
 
+    def scan_vocab(self, corpus_iterable=None, corpus_file=None, progress_per=10000, workers=None,
+                   trim_rule=None):
+        """Count the corpus's words into ``raw_vocab`` (gensim's pruning by ``max_vocab_size``);
+        returns ``(total words, sentences)``."""
+        from gensim.utils import prune_vocab
+
+        _check_not_strings(corpus_iterable)
         source = corpus_iterable if corpus_iterable is not None else os.fspath(corpus_file)
         counting = _CountingCorpus(as_corpus(source, self.semhuff.max_sentence_length))
         raw: dict = defaultdict(int)
         total, min_reduce = 0, 1
-        for sentence in counting:  # gensim's scan_vocab
+        for sentence in counting:  # gensim's _scan_vocab
+            if counting.sentences == 1 and isinstance(sentence, (str, bytes)):
+                raise CorpusError(f"sentences must be lists of tokens (e.g. [['hello', 'world'], "
+                                  f"...]), the first one is the string {sentence[:40]!r}")
             for word in sentence:
                 raw[word] += 1
             total += len(sentence)
             if self.max_vocab_size and len(raw) > self.max_vocab_size:
                 prune_vocab(raw, min_reduce, trim_rule=trim_rule)
                 min_reduce += 1
+        self.raw_vocab, self._raw_total = raw, total
+        logger.info("collected %d word types from a corpus of %d raw words and %d sentences",
+                    len(raw), total, counting.sentences)
+        return total, counting.sentences
+
+    def prepare_vocab(self, update=False, keep_raw_vocab=False, trim_rule=None, min_count=None,
+                      sample=None, dry_run=False):
+        """gensim's ``prepare_vocab`` on ``raw_vocab``: the words kept (``effective_min_count``
+        from ``min_count`` and ``max_final_vocab``, ``trim_rule``), or with ``update`` the new
+        words added after the old ones and every old word's count raised by its new count.
+        Returns gensim's report (``drop_unique``, ``retain_total``, ``downsample_unique``,
+        ``downsample_total``, ``num_retained_words``); ``dry_run`` only reports."""
+        from gensim.utils import keep_vocab_item
+
+        raw = self.raw_vocab
         min_count = min_count or self.min_count
-        self.min_count, self.sample = min_count, sample or self.sample
+        sample = sample or self.sample
         self.effective_min_count = min_count
-        if self.max_final_vocab is not None and self.max_final_vocab < len(raw):
-            by_count = sorted(raw.values(), reverse=True)
-            self.effective_min_count = max(by_count[self.max_final_vocab] + 1, min_count)
+        if self.max_final_vocab is not None:
+            calc_min_count = 1
+            if self.max_final_vocab < len(raw):
+                calc_min_count = sorted(raw.values(), reverse=True)[self.max_final_vocab] + 1
+            self.effective_min_count = max(calc_min_count, min_count)
         kept = {w: c for w, c in raw.items()
                 if keep_vocab_item(w, c, self.effective_min_count, trim_rule=trim_rule)}
-        vocab = self._set_vocab(kept, total, counting.sentences)
-        logger.info("vocabulary: %d of %d distinct words (effective min_count %d), %d sentences, "
-                    "%d words", len(vocab), len(raw), self.effective_min_count, self.corpus_count,
-                    total)
+        drop_unique = len(raw) - len(kept)
+        retain_total = sum(kept.values())
+        old = self.semhuff.vocab
+        if update and old is None:
+            raise VocabError("You cannot do an online vocabulary-update of a model which has no "
+                             "prior vocabulary. First build the vocabulary of your model with a "
+                             "corpus before doing an online update.")
+        if not update and not raw and not dry_run:
+            raise VocabError("the corpus has no words: there is no vocabulary to build")
+        if not update and not kept and not dry_run:  # the raw counts' numbers (issue 23.7)
+            raise no_word_kept(raw, self.effective_min_count, trimmed=trim_rule is not None)
+        if not dry_run:
+            if update:
+                new_words = [w for w in kept if w not in old.index]
+                counts = np.concatenate([
+                    old.counts + np.array([raw.get(w, 0) for w in old.words], np.int64),
+                    np.array([kept[w] for w in new_words], np.int64)])
+                vocab = Vocab(list(old.words) + new_words, counts,
+                              old.total_tokens + self._raw_total, old.min_count)
+                logger.info("vocabulary update: %d new words, %d words' counts raised",
+                            len(new_words), len(kept) - len(new_words))
+            else:
+                self.min_count, self.sample = min_count, sample
+                vocab = Vocab.from_counts(kept, min_count=1, total_tokens=self._raw_total)
+            self._prepared = vocab
+            # the schedule of the next train(): in-vocabulary words of the corpus just scanned
+            self.corpus_retained_words = sum(c for w, c in raw.items() if w in vocab.index)
+            if not keep_raw_vocab:
+                self.raw_vocab = defaultdict(int)
+        report = {"drop_unique": drop_unique, "retain_total": retain_total,
+                  "num_retained_words": len(kept), **_downsampling(kept, sample, retain_total)}
+        logger.info("prepare_vocab: %s", report)
+        return report
+
+    def prepare_weights(self, update=False):
+        """The vocabulary ``prepare_vocab`` made becomes the model's: the output layer over it
+        (hs / negative as they are now) and fresh weights, or with ``update`` the trained
+        weights kept and rows added for the new words."""
+        vocab, self._prepared = self._prepared, None
+        if vocab is None:
+            raise VocabError("prepare_weights() needs prepare_vocab() (or build_vocab()) first")
+        if update:
+            self._grow_vocab(vocab)
+        else:
+            self._set_vocab(vocab)
 
     def build_vocab_from_freq(self, word_freq, keep_raw_vocab=False, corpus_count=None,
                               trim_rule=None, update=False):
-        """The vocabulary from a ``{word: count}`` dict instead of a corpus scan."""
-        _refuse(update, "build_vocab_from_freq(update=True)",
-                "the output layer (its tree) is built for a fixed vocabulary")
-        _refuse(keep_raw_vocab, "keep_raw_vocab=True", "the raw counts are not kept")
-        from gensim.utils import keep_vocab_item
+        """The vocabulary from a ``{word: count}`` dict instead of a corpus scan (gensim's
+        ``prepare_vocab`` rules, ``update`` as in ``build_vocab``)."""
+        self.raw_vocab = defaultdict(int, word_freq)
+        self._raw_total = int(sum(word_freq.values()))
+        self.corpus_count = int(corpus_count or 0)
+        self.prepare_vocab(update=update, keep_raw_vocab=keep_raw_vocab, trim_rule=trim_rule)
+        self.prepare_weights(update=update)
 
-        self.effective_min_count = self.min_count
-        kept = {w: c for w, c in word_freq.items()
-                if keep_vocab_item(w, c, self.min_count, trim_rule=trim_rule)}
-        self._set_vocab(kept, int(sum(word_freq.values())), int(corpus_count or 0))
-
-    def _set_vocab(self, kept: dict, total_words: int, sentences: int) -> Vocab:
-        """The semhuff model's vocabulary, output layer (from hs / negative as they are now)
-        and fresh weights."""
+    def _make_layer(self, vocab: Vocab):
+        """The output layer gensim's switches name, over ``vocab`` in its own order."""
         model = self.semhuff
         model.loss = _loss(self.hs, self.negative)
         # the layer's settings follow gensim's switches as they are now
         model.layer_settings = _ns_settings(model.loss, self.negative, self.ns_exponent)
+        if model.loss == "hs":
+            if len(vocab) < 2:
+                raise VocabError(f"hierarchical softmax needs at least 2 words in the "
+                                 f"vocabulary, got {len(vocab)}")
+            return HierarchicalSoftmax(huffman_tree(vocab.counts))
+        return NegativeSampling.create(vocab, negative=self.negative,
+                                       ns_exponent=self.ns_exponent)
+
+    def _set_vocab(self, vocab: Vocab) -> Vocab:
+        """The semhuff model's vocabulary, output layer and fresh weights."""
+        model = self.semhuff
         model.min_count = max(1, self.effective_min_count)
-        vocab = Vocab.from_counts(kept, min_count=1, total_tokens=total_words)
-        model.set_vocab(vocab)
+        model.layer = self._make_layer(vocab)
+        model.vocab = vocab
+        model._init_weights()
         self.sample = self.sample  # its fraction for this vocabulary
-        self.corpus_count, self.corpus_total_words = sentences, total_words
         self._kv = None
         return vocab
+
+    def _grow_vocab(self, vocab: Vocab) -> None:
+        """gensim's ``update_weights``: the old words keep their vectors and output rows, the
+        new words get fresh random vectors and zero output rows (the Huffman tree is rebuilt
+        over the new counts; its inner rows keep their merge order, as gensim's do)."""
+        model = self.semhuff
+        old_words, dim = len(model.vocab), model.vector_size
+        rng = np.random.default_rng([abs(int(model.seed)), old_words])
+        fresh = (rng.random((len(vocab) - old_words, dim), dtype=np.float32)
+                 - np.float32(0.5)) / np.float32(dim)
+        syn0 = np.concatenate([model.syn0, fresh])
+        layer = self._make_layer(vocab)
+        layer.allocate(len(vocab), dim)
+        if model.layer is not None:
+            rows = min(len(layer.weights), len(model.layer.weights))
+            layer.weights[:rows] = model.layer.weights[:rows]
+        model.vocab, model.layer, model.syn0 = vocab, layer, syn0
+        model._wv = None
+        self.sample = self.sample
+        self._kv = None
 
     # -- training ----------------------------------------------------------------------------------
     def train(self, corpus_iterable=None, corpus_file=None, total_examples=None, total_words=None,
@@ -292,12 +456,17 @@ class Word2Vec:
         """gensim's ``train``: ``epochs`` and one of ``total_examples`` / ``total_words`` are
         required (they set the learning-rate schedule); returns ``(trained words, raw words)``
         (words after down-sampling, and all words read)."""
+        self.alpha = start_alpha or self.alpha  # kept for later calls, as in gensim
+        self.min_alpha = end_alpha or self.min_alpha
         self._check_training_sanity(epochs, total_examples, total_words)
         _refuse(word_count != 0, f"word_count={word_count}", "each train() call starts at 0")
         self._check_corpus_sanity(corpus_iterable, corpus_file, passes=1)  # epochs 2+ from a cache
-        self.alpha = start_alpha or self.alpha  # kept for later calls, as in gensim
-        self.min_alpha = end_alpha or self.min_alpha
+        self._check_locks()
         self.epochs = epochs
+        model = self.semhuff
+        if model.layer is None:  # vectors given as ``model.wv = kv``: a fresh output layer
+            model.layer = self._make_layer(model.vocab)
+            model.layer.allocate(len(model.vocab), model.vector_size)
         self.compute_loss = compute_loss
         self.running_training_loss = 0.0
         hook = _Callbacks(self, callbacks)
@@ -307,7 +476,13 @@ class Word2Vec:
                                     words_per_epoch=self._words_per_epoch(total_examples, total_words))
         self.running_training_loss = sum(e.loss for e in report.epochs) if compute_loss else 0.0
         self.train_count += 1
-        self.total_train_time += time.perf_counter() - started
+        elapsed = time.perf_counter() - started
+        self.total_train_time += elapsed
+        self.min_alpha_yet_reached = self.min_alpha
+        self.add_lifecycle_event("train", msg=(
+            f"training on {report.raw_words} raw words ({report.trained_words} effective words) "
+            f"took {elapsed:.1f}s, {report.trained_words / max(elapsed, 1e-9):.0f} effective "
+            f"words/s"))
         self._fresh_wv()
         for callback in hook.callbacks:
             callback.on_train_end(self)
@@ -315,6 +490,8 @@ class Word2Vec:
 
     def _check_training_sanity(self, epochs, total_examples, total_words):
         """gensim's checks and messages."""
+        if self.alpha > self.min_alpha_yet_reached:
+            logger.warning("Effective 'alpha' higher than previous training cycles")
         if self.semhuff.vocab is None:
             raise RuntimeError("you must first build vocabulary before training the model")
         if total_words is None and total_examples is None:
@@ -332,12 +509,26 @@ class Word2Vec:
         progress is). Always a number: gensim's totals set the schedule, so semhuff's own
         count of the corpus (``semhuff.Word2Vec.train``'s default) is never needed here."""
         vocab = self.semhuff.vocab
-        share = vocab.retained_tokens / max(1, vocab.total_tokens)
-        if total_words is not None and total_words != self.corpus_total_words:
-            return max(1, round(total_words * share))
+        # the corpus last scanned (after an online update: the new corpus, not the union of
+        # the counts); a model loaded from gensim or given vectors: the vocabulary's counts
+        retained = self.corpus_retained_words
+        scanned = self.corpus_total_words
+        if retained is None or not scanned:
+            retained, scanned = vocab.retained_tokens, vocab.total_tokens
+        if total_words is not None and total_words != scanned:
+            return max(1, round(total_words * retained / max(1, scanned)))
         if total_words is None and total_examples != self.corpus_count and self.corpus_count:
-            return max(1, round(total_examples * vocab.retained_tokens / self.corpus_count))
-        return vocab.retained_tokens
+            return max(1, round(total_examples * retained / self.corpus_count))
+        return retained
+
+    def _check_locks(self) -> None:
+        """gensim's ``wv.vectors_lockf``: semhuff's kernels update every vector fully, so a
+        lock other than 1 is refused rather than ignored."""
+        lockf = getattr(self._kv, "vectors_lockf", None) if self._kv is not None else None
+        if lockf is not None and not np.all(np.asarray(lockf) == 1.0):
+            raise UnsupportedArgument("semhuff.gensim.Word2Vec does not support wv.vectors_lockf "
+                                      "other than 1: semhuff's kernels update every vector "
+                                      "fully (locking vectors is not implemented)")
 
     def get_latest_training_loss(self) -> float:
         """The summed loss (negative log-likelihood, nats) of the last ``train()`` call so far;
@@ -356,8 +547,35 @@ class Word2Vec:
                 self._empty_kv = KeyedVectors(self.vector_size)
             return self._empty_kv
         if self._kv is None or self._kv.vectors is not model.syn0:
-            self._kv = to_keyed_vectors(model.vocab.words, model.vocab.counts, model.syn0, copy=False)
+            kv = to_keyed_vectors(model.vocab.words, model.vocab.counts, model.syn0, copy=False)
+            kv.vectors_lockf = np.ones(1, dtype=np.float32)  # gensim's default: nothing locked
+            tree = model.tree
+            if tree is not None:  # each word's Huffman code and path, as gensim's vecattrs
+                codes, points = np.empty(len(kv), object), np.empty(len(kv), object)
+                for w, n in enumerate(tree.lengths):
+                    codes[w] = tree.codes[w, :n].astype(np.uint8)
+                    points[w] = tree.points[w, :n].astype(np.uint32)
+                kv.expandos["code"], kv.expandos["point"] = codes, points
+            self._kv = kv
         return self._kv
+
+    @wv.setter
+    def wv(self, kv):
+        """gensim's ``model.wv = kv``: its words (counts from its ``count`` attribute, else
+        descending ranks) and vectors become the model's; the output layer is untrained (a
+        fresh one is made by the next ``train()``; ``predict_output_word`` needs a trained
+        one), so this is a start from pretrained vectors."""
+        model = self.semhuff
+        words = list(kv.index_to_key)
+        counts = (np.asarray(kv.expandos["count"], np.int64) if "count" in kv.expandos
+                  else np.arange(len(words), 0, -1, dtype=np.int64))
+        model.vector_size = int(kv.vector_size)
+        model.vocab = Vocab(words, counts, int(counts.sum()), 1)
+        model.syn0 = np.ascontiguousarray(kv.vectors, dtype=np.float32)
+        model.layer = None
+        model._wv = None
+        self.corpus_retained_words = None
+        self._kv = kv if model.syn0 is kv.vectors else None
 
     def _fresh_wv(self) -> None:
         """The vectors moved: drop the cached unit norms (gensim's ``_clear_post_train``)."""
@@ -370,7 +588,97 @@ class Word2Vec:
 
     @property
     def syn1(self):
-        return self.semhuff.layer.weights if self.semhuff.loss == "hs" and self.semhuff.layer else None
+        """gensim's shape, one row per word (semhuff's tree has V - 1 inner nodes; the last
+        row, unused in gensim too, is zero): a read-only copy, so writing to it fails loudly.
+        The live rows are ``model.semhuff.layer.weights``."""
+        model = self.semhuff
+        if model.loss != "hs" or model.layer is None:
+            return None
+        rows = model.layer.weights
+        out = np.zeros((len(model.vocab), rows.shape[1]), dtype=np.float32)
+        out[:len(rows)] = rows[:len(out)]
+        out.flags.writeable = False
+        return out
+
+    @property
+    def cum_table(self):
+        """gensim's noise table for negative sampling (recomputed from the counts; semhuff
+        draws noise words with an alias table of the same distribution)."""
+        if not self.negative or self.semhuff.vocab is None:
+            raise AttributeError("cum_table: the model has no negative-sampling vocabulary")
+        return cum_table(self.semhuff.vocab.counts, self.ns_exponent)
+
+    @property
+    def shrink_windows(self) -> bool:
+        return self.semhuff.shrink_windows
+
+    @shrink_windows.setter
+    def shrink_windows(self, value) -> None:
+        self.semhuff.shrink_windows = bool(value)
+
+    # -- using the trained model -------------------------------------------------------------------
+    def predict_output_word(self, context_words_list, topn=10):
+        """The ``topn`` most probable centre words given the context (words or indexes), as
+        ``[(word, probability)]``, None when every context word is unknown. The input is the
+        mean (``cbow_mean``) or sum of the context vectors, as gensim's. Negative sampling:
+        gensim's softmax over ``syn1neg``; hierarchical softmax: the exact distribution
+        P(w | context) the tree defines (gensim offers negative sampling only)."""
+        from gensim import matutils
+
+        model = self.semhuff
+        if model.vocab is None or model.layer is None:
+            raise RuntimeError("Parameters required for predicting the output words not found.")
+        wv = self.wv
+        indices = [wv.get_index(w) for w in context_words_list if w in wv]
+        if not indices:
+            logger.warning("All the input context words are out-of-vocabulary for the current "
+                           "model.")
+            return None
+        l1 = np.sum(model.syn0[indices], axis=0)
+        if self.cbow_mean:
+            l1 /= len(indices)
+        if model.loss == "hs":
+            prob = np.exp(hs_log_probs(l1, model.layer.weights, model.tree))
+        else:
+            prob = np.exp(np.dot(l1, model.layer.weights.T))
+            prob /= np.sum(prob)
+        top = matutils.argsort(prob, topn=topn, reverse=True)
+        return [(wv.index_to_key[i], prob[i]) for i in top]
+
+    def score(self, sentences, total_sentences=int(1e6), chunksize=100, queue_factor=2,
+              report_delay=1):
+        """gensim's ``score``: the log probability of each sentence (float32 array) under
+        hierarchical softmax, each word predicted from its full window (``semhuff.gensim_support.
+        score_sentences``); ``chunksize``, ``queue_factor``, ``report_delay`` only tune gensim's
+        threads. Semhuff's held-out perplexity, for any normalised layer, is
+        ``model.semhuff.score(corpus)``."""
+        model = self.semhuff
+        if model.loss != "hs" or model.layer is None:
+            raise RuntimeError("We have currently only implemented score for the hierarchical "
+                               "softmax scheme, so you need to have run word2vec with hs=1 and "
+                               "negative=0 for this to work.")
+        _check_not_strings(sentences)
+        return score_sentences(sentences, model.vocab.index, model.syn0, model.layer.weights,
+                               model.tree, bool(self.sg), self.window, bool(self.cbow_mean),
+                               int(total_sentences))
+
+    def reset_from(self, other_model):
+        """gensim's ``reset_from``: ``other_model``'s vocabulary and corpus counts, with this
+        model's settings and fresh weights."""
+        other = other_model.semhuff
+        if other.vocab is None:
+            raise VocabError("reset_from: the other model has no vocabulary")
+        self.corpus_count = other_model.corpus_count
+        self.corpus_total_words = other_model.corpus_total_words
+        self.corpus_retained_words = other_model.corpus_retained_words
+        self._set_vocab(other.vocab)
+
+    def add_lifecycle_event(self, event_name, log_level=logging.INFO, **event):
+        """gensim's ``lifecycle_events``: a dict per creation, vocabulary build, training, save
+        and load (gensim's own recorder, with semhuff's version added); saved with the model."""
+        from gensim.utils import SaveLoad
+        SaveLoad.add_lifecycle_event(self, event_name, log_level, semhuff=_semhuff_version,
+                                     **event)
 
     @property
     def layer1_size(self) -> int:
@@ -391,12 +699,17 @@ class Word2Vec:
     # -- persistence -------------------------------------------------------------------------------
     _SAVED = ("hs", "negative", "ns_exponent", "sample", "min_count", "effective_min_count",
               "max_final_vocab", "compute_loss", "running_training_loss", "batch_words", "comment",
-              "corpus_count", "corpus_total_words", "train_count", "total_train_time")
+              "corpus_count", "corpus_total_words", "train_count", "total_train_time",
+              "corpus_retained_words", "min_alpha_yet_reached", "lifecycle_events")
 
-    def save(self, fname):
-        """semhuff's model file (``semhuff.Word2Vec.save``) with this adapter's gensim state."""
-        self.semhuff.annotations["gensim"] = {k: getattr(self, k) for k in self._SAVED}
-        self.semhuff.save(fname)
+    def save(self, fname_or_handle, separately=None, sep_limit=10 * 1024 ** 2, ignore=frozenset(),
+             pickle_protocol=4):
+        """semhuff's model file (``semhuff.Word2Vec.save``) with this adapter's gensim state;
+        gensim's other arguments only say how it splits its pickle: accepted, one file is
+        written."""
+        self.add_lifecycle_event("saved", fname_or_handle=str(fname_or_handle))
+        self.semhuff.annotations["gensim"] = {k: getattr(self, k, None) for k in self._SAVED}
+        self.semhuff.save(fname_or_handle)
 
     @classmethod
     def load(cls, fname, mmap=None):
@@ -405,8 +718,7 @@ class Word2Vec:
         with open(fname, "rb") as fh:  # a missing file: FileNotFoundError, as in gensim
             pickled = fh.read(1) == b"\x80"
         if pickled:
-            raise ModelFileError(f"{fname} is a gensim model (a pickle): load it with "
-                                 f"gensim.models.Word2Vec.load; semhuff.gensim reads semhuff model files")
+            return cls._load_gensim(fname, mmap)
         inner = _model.Word2Vec.load(fname, progress=False)
         self = cls.__new__(cls)
         self.semhuff = inner
@@ -418,10 +730,47 @@ class Word2Vec:
                                 state.get("max_final_vocab"), state.get("compute_loss", False),
                                 state.get("batch_words", MAX_WORDS_IN_BATCH), state.get("comment"))
         for key in ("effective_min_count", "running_training_loss", "corpus_count",
-                    "corpus_total_words", "train_count", "total_train_time"):
-            if key in state:
+                    "corpus_total_words", "train_count", "total_train_time",
+                    "corpus_retained_words", "min_alpha_yet_reached", "lifecycle_events"):
+            if state.get(key) is not None:
                 setattr(self, key, state[key])
         self._sample = state.get("sample", inner.sample)  # the inner model holds its fraction
+        self.add_lifecycle_event("loaded", fname=str(fname))
+        return self
+
+    @classmethod
+    def _load_gensim(cls, fname, mmap=None):
+        """A model gensim saved: read by gensim (its errors, e.g. the ``AttributeError`` for a
+        pickle that is not a Word2Vec), then converted (``gensim_support.from_gensim``)."""
+        from gensim.models import Word2Vec as GensimWord2Vec
+
+        settings, vocab, syn0, layer = from_gensim(GensimWord2Vec.load(fname, mmap=mmap), fname)
+        self = cls.__new__(cls)
+        loss = "hs" if isinstance(layer, HierarchicalSoftmax) else "ns"
+        self.semhuff = _model.Word2Vec(
+            vector_size=syn0.shape[1], window=int(settings.get("window", 5)),
+            min_count=max(1, int(settings.get("min_count") or 1)),
+            max_vocab_size=settings.get("max_vocab_size"), sample=0.0,
+            sg=int(settings.get("sg", 0)), cbow_mean=int(settings.get("cbow_mean", 1)),
+            loss=loss, **_ns_settings(loss, layer.negative if loss == "ns" else 0,
+                                      settings.get("ns_exponent", 0.75)),
+            alpha=settings.get("alpha", 0.025), min_alpha=settings.get("min_alpha", 0.0001),
+            epochs=int(settings.get("epochs", 5)), workers=int(settings.get("workers", 3)),
+            seed=int(settings.get("seed", 1)),
+            shrink_windows=bool(settings.get("shrink_windows", True)), progress=False)
+        self.semhuff.vocab, self.semhuff.syn0, self.semhuff.layer = vocab, syn0, layer
+        self.ns_exponent = settings.get("ns_exponent", 0.75)
+        self._init_gensim_state(int(settings.get("hs", 0)), int(settings.get("negative", 0)),
+                                settings.get("min_count", 5), settings.get("max_final_vocab"),
+                                settings.get("compute_loss", False),
+                                settings.get("batch_words", MAX_WORDS_IN_BATCH),
+                                settings.get("comment"))
+        for key in ("effective_min_count", "running_training_loss", "corpus_count",
+                    "corpus_total_words", "train_count", "total_train_time"):
+            if key in settings:
+                setattr(self, key, settings[key])
+        self.sample = settings.get("sample", 1e-3)
+        self.add_lifecycle_event("loaded", fname=str(fname), source="a model gensim saved")
         return self
 
     @property

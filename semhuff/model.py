@@ -104,7 +104,7 @@ class Word2Vec:
                  alpha: float = 0.025, min_alpha: float = 0.0001, epochs: int = 5,
                  workers: Optional[int] = None, device: str = "cpu",
                  backend: Optional[str] = None, device_options: Optional[dict] = None,
-                 seed: int = 1,
+                 seed: int = 1, shrink_windows: bool = True,
                  max_sentence_length: int = DEFAULT_MAX_SENTENCE_LENGTH,
                  chunk_words: int = 100_000, progress: bool = True,
                  hooks: Sequence[Hook] = (), tmp_dir: Optional[str] = None,
@@ -137,6 +137,9 @@ class Word2Vec:
         self.device = device
         self.backend = backend
         self.seed = int(seed)
+        # word2vec's reduced windows (a half-width drawn from 1..window), or always the full
+        # window (gensim's shrink_windows=False)
+        self.shrink_windows = bool(shrink_windows)
         self.max_sentence_length = int(max_sentence_length)
         self.chunk_words = int(chunk_words)
         self.progress = progress
@@ -305,7 +308,7 @@ class Word2Vec:
                                  min_alpha=self.min_alpha, epochs=epochs,
                                  seed=self.seed + self.train_calls, chunk_words=self.chunk_words,
                                  progress=self.progress, cache_ids=self.cache_ids,
-                                 tmp_dir=self.tmp_dir)
+                                 tmp_dir=self.tmp_dir, shrink_windows=self.shrink_windows)
         logger.info("training %s, %s, dim %d, window %d, %s, %s on %s%s",
                     "skip-gram" if self.sg else "CBOW", self.layer.describe(), self.vector_size,
                     self.window, counted(epochs, "epoch"), counted(self.workers, "worker"),
@@ -445,7 +448,8 @@ class Word2Vec:
         out = {k: getattr(self, k) for k in (
             "vector_size", "window", "min_count", "max_vocab_size", "max_final_vocab", "sample",
             "sg", "cbow_mean", "loss", "word_stats", "alpha", "min_alpha", "epochs", "workers",
-            "device", "backend", "device_options", "seed", "max_sentence_length", "chunk_words")}
+            "device", "backend", "device_options", "seed", "max_sentence_length", "chunk_words",
+            "shrink_windows")}
         out["layer_options"] = {k: v for k, v in self.layer_settings.items() if _jsonable(v)}
         return out
 

@@ -52,6 +52,7 @@ class TrainSettings:
     cache_ids: bool = True
     progress: bool = True
     tmp_dir: Optional[str] = None  # the id cache's folder (None: TMPDIR)
+    shrink_windows: bool = True  # word2vec's reduced windows; False: always the full window
 
 
 @dataclass
@@ -326,7 +327,8 @@ class TrainingRun:
         self.layer = session.layer
         self.retained_tokens = retained_tokens
         self.counts = np.asarray(counts)
-        self.plan = Plan(sg=s.sg, keep_thr=keep_thr, window=s.window, reduce_window=True,
+        self.plan = Plan(sg=s.sg, keep_thr=keep_thr, window=s.window,
+                         reduce_window=s.shrink_windows,
                          alpha=s.alpha, min_alpha=s.min_alpha,
                          total_words=max(1, s.epochs * retained_tokens), cbow_mean=s.cbow_mean,
                          counts=self.counts)

@@ -125,12 +125,11 @@ def test_tutorial_snippets(tmp_path):
     accuracy = model.wv.evaluate_word_analogies(datapath('questions-words.txt'))[0]
     assert 0 <= accuracy <= 1
     assert -1 <= model.wv.evaluate_word_pairs(datapath('wordsim353.tsv'))[1][0] <= 1
-    # online training with new words: refused in so many words, the model untouched
+    # online training with new words, as the tutorial does it
     model = Word2Vec.load(temporary_filepath)
     more_sentences = [['Advanced', 'users', 'can', 'load', 'a', 'model',
                        'and', 'continue', 'training', 'it', 'with', 'more', 'sentences']]
-    with pytest.raises(UnsupportedArgument, match=r"build_vocab\(update=True\)"):
-        model.build_vocab(more_sentences, update=True)
+    model.build_vocab(more_sentences, update=True)
     model.train(more_sentences, total_examples=model.corpus_count, epochs=model.epochs)
     # training loss computation
     model_with_loss = Word2Vec(sentences, min_count=1, compute_loss=True, hs=0, sg=1, seed=42)
@@ -164,7 +163,10 @@ def test_defaults_and_switches_mean_what_they_mean_in_gensim():
     ns = Word2Vec(common_texts, negative=10, min_count=1, epochs=1)
     assert ns.semhuff.loss == "ns" and ns.semhuff.layer.negative == 10 and ns.sg == 0
     hs = Word2Vec(common_texts, hs=1, negative=0, sg=1, min_count=1, epochs=1)
-    assert hs.semhuff.loss == "hs" and hs.sg == 1 and hs.syn1 is hs.semhuff.layer.weights
+    assert hs.semhuff.loss == "hs" and hs.sg == 1
+    # gensim's shape (a row per word, the last one unused and zero), semhuff's rows
+    assert hs.syn1.shape == (len(hs.wv), 100) and not hs.syn1[-1].any()
+    np.testing.assert_array_equal(hs.syn1[:-1], hs.semhuff.layer.weights)
     cbow_sum = Word2Vec(common_texts, cbow_mean=0, min_count=1, epochs=1)
     assert cbow_sum.semhuff.cbow_mean == 0
     positional = Word2Vec(common_texts, None, 20, 0.05, 3, 1)  # gensim 4's positional order
@@ -178,7 +180,6 @@ def test_defaults_and_switches_mean_what_they_mean_in_gensim():
     (dict(hashfxn=lambda s: 1), UnsupportedArgument, "hashfxn"),
     (dict(null_word=1), UnsupportedArgument, "null_word=1"),
     (dict(sorted_vocab=0), UnsupportedArgument, "sorted_vocab=0"),
-    (dict(shrink_windows=False), UnsupportedArgument, "shrink_windows=False"),
     (dict(size=50), TypeError, "size"),  # gensim 3's name: gensim 4 refuses it too
 ])
 def test_what_cannot_be_honoured_is_an_error_naming_it(kwargs, error, message):
@@ -247,7 +248,9 @@ def test_wv_is_live_and_build_vocab_from_freq():
 
 def test_what_is_not_provided_says_so():
     model = Word2Vec(common_texts, min_count=1, epochs=1)
-    with pytest.raises(NotImplementedError, match="semhuff.score"):
+    with pytest.raises(NotImplementedError, match="estimate_memory"):
+        model.estimate_memory()
+    with pytest.raises(RuntimeError, match="hierarchical softmax"):  # gensim's: HS only
         model.score(common_texts)
     with pytest.raises(AttributeError):
         model.no_such_thing
@@ -333,9 +336,18 @@ def test_save_load_keeps_the_gensim_state(tmp_path):
         assert getattr(back, name) == getattr(model, name), name
     assert back.get_latest_training_loss() == model.get_latest_training_loss()
     np.testing.assert_array_equal(back.wv.vectors, model.wv.vectors)
-    GensimWord2Vec(common_texts, min_count=1, epochs=1).save(str(tmp_path / "g.model"))
-    with pytest.raises(Exception, match="gensim model"):
-        Word2Vec.load(str(tmp_path / "g.model"))
+    # a model gensim saved (a pickle) is read by gensim and converted: its vectors, its
+    # output layer (gensim's predictions) and its settings
+    theirs = GensimWord2Vec(common_texts, min_count=1, epochs=1)
+    theirs.save(str(tmp_path / "g.model"))
+    ours = Word2Vec.load(str(tmp_path / "g.model"))
+    np.testing.assert_array_equal(ours.wv.vectors, theirs.wv.vectors)
+    assert ours.wv.index_to_key == theirs.wv.index_to_key
+    np.testing.assert_array_equal(ours.syn1neg, theirs.syn1neg)
+    assert [w for w, _ in ours.predict_output_word(["system", "human"], topn=5)] == \
+        [w for w, _ in theirs.predict_output_word(["system", "human"], topn=5)]
+    assert (ours.window, ours.negative, ours.corpus_count) == \
+        (theirs.window, theirs.negative, theirs.corpus_count)
 
 
 def test_module_is_a_one_line_switch():
@@ -369,3 +381,192 @@ def test_main_api_refuses_what_it_would_silently_get_wrong(tmp_path):
     model.train(iter(common_texts))  # a fresh one trains: later epochs come from the cache
     model.save(str(tmp_path / "m.npz"))
     assert SemhuffWord2Vec.load(str(tmp_path / "m.npz")).train_calls == 1
+
+
+# ---------------------------------------------------------------- issue 23: gensim's test suite
+
+NEW_SENTENCES = [["computer", "artificial", "intelligence"], ["artificial", "trees"],
+                 ["human", "intelligence"], ["artificial", "graph"], ["intelligence"],
+                 ["artificial", "intelligence", "system"]]  # gensim's test_word2vec.py's
+
+
+@pytest.mark.parametrize("hs,negative", [(1, 0), (0, 5)])
+def test_online_vocabulary_update_as_gensim(hs, negative):
+    """build_vocab(update=True): gensim's words, appended in gensim's order, with gensim's
+    counts; the old words keep their trained vectors and output rows, the new ones get fresh
+    vectors and zero rows, and training goes on over all of them."""
+    settings = dict(vector_size=10, min_count=1, seed=42, hs=hs, negative=negative, workers=1,
+                    sample=0)
+    ours, theirs = Word2Vec(common_texts, **settings), GensimWord2Vec(common_texts, **settings)
+    vectors, rows = ours.wv.vectors.copy(), ours.semhuff.layer.weights.copy()
+    ours.build_vocab(NEW_SENTENCES, update=True)
+    theirs.build_vocab(NEW_SENTENCES, update=True)
+    assert set(ours.wv.index_to_key[:12]) == set(theirs.wv.index_to_key[:12])
+    assert ours.wv.index_to_key[12:] == theirs.wv.index_to_key[12:] == ["artificial",
+                                                                          "intelligence"]
+    assert {w: ours.wv.get_vecattr(w, "count") for w in ours.wv.index_to_key} == \
+        {w: theirs.wv.get_vecattr(w, "count") for w in theirs.wv.index_to_key}
+    assert ours.corpus_count == theirs.corpus_count == len(NEW_SENTENCES)
+    np.testing.assert_array_equal(ours.wv.vectors[:12], vectors)
+    layer = ours.semhuff.layer.weights
+    np.testing.assert_array_equal(layer[:len(rows)], rows)
+    assert layer.shape[0] == len(ours.wv) - hs and not layer[len(rows):].any()
+    fresh = ours.wv.vectors[12:].copy()
+    assert fresh.std() > 0 and np.abs(fresh).max() <= 0.5 / 10  # word2vec's initialisation
+    raw = ours.train(NEW_SENTENCES, total_examples=ours.corpus_count, epochs=ours.epochs)[1]
+    assert raw == ours.epochs * sum(map(len, NEW_SENTENCES))
+    assert not np.array_equal(ours.wv.vectors[12:], fresh)
+    if hs:  # the tree over the new counts: a Huffman code as good as gensim's
+        def cost(m):
+            return sum(m.wv.get_vecattr(w, "count") * len(m.wv.get_vecattr(w, "code"))
+                       for w in m.wv.index_to_key)
+        assert cost(ours) == cost(theirs)
+    with pytest.raises(RuntimeError, match="no prior vocabulary"):
+        Word2Vec(min_count=1).build_vocab(NEW_SENTENCES, update=True)
+
+
+def test_shrink_windows_false_trains_every_pair_of_the_full_window():
+    """gensim's shrink_windows=False: every context within ``window`` (counted by hand),
+    where word2vec's reduced windows train fewer."""
+    sentences, window = common_texts * 3, 3
+    full = sum(min(i, window) + min(len(s) - 1 - i, window)
+               for s in sentences for i in range(len(s)))
+    settings = dict(sg=1, hs=1, negative=0, window=window, sample=0, min_count=1, epochs=1,
+                    workers=1)
+    fixed = Word2Vec(sentences, shrink_windows=False, **settings)
+    assert fixed.semhuff.reports[-1].epochs[0].pairs == full
+    assert Word2Vec(sentences, **settings).semhuff.reports[-1].epochs[0].pairs < full
+    assert fixed.shrink_windows is False and fixed.semhuff.params()["shrink_windows"] is False
+
+
+def _sigmoid(x):
+    return 1.0 / (1.0 + math.exp(-x))
+
+
+def test_predict_output_word_hs_exact_ns_as_gensim():
+    """Hierarchical softmax: the exact P(w | context), by hand along each word's path (gensim's
+    ``code`` / ``point`` vecattrs, ``syn1``), summing to 1; negative sampling: gensim's
+    softmax over ``syn1neg``."""
+    hs = Word2Vec(common_texts * 5, hs=1, negative=0, min_count=1, vector_size=8, workers=1)
+    everything = hs.predict_output_word(["system", "human"], topn=len(hs.wv))
+    assert len(everything) == len(hs.wv)
+    assert sum(p for _, p in everything) == pytest.approx(1.0, abs=1e-9)
+    h = (hs.wv["system"] + hs.wv["human"]) / 2
+    for word, p in everything:
+        expected = 1.0
+        for code, node in zip(hs.wv.get_vecattr(word, "code"), hs.wv.get_vecattr(word, "point")):
+            f = _sigmoid(float(np.dot(h, hs.syn1[node])))
+            expected *= f if code == 0 else 1.0 - f  # node n predicts 1 - code (word2vec.c)
+        assert p == pytest.approx(expected, rel=1e-5)
+    ns = Word2Vec(common_texts, min_count=1, vector_size=8, workers=1)
+    h = (ns.wv["system"] + ns.wv["human"]) / 2
+    prob = np.exp(h @ ns.syn1neg.T)
+    prob /= prob.sum()
+    got = ns.predict_output_word(["system", "human"], topn=5)
+    assert [w for w, _ in got] == [ns.wv.index_to_key[i] for i in np.argsort(-prob)[:5]]
+    np.testing.assert_allclose([p for _, p in got], np.sort(prob)[::-1][:5], rtol=1e-5)
+    assert ns.predict_output_word([ns.wv.get_index("system"), "human"], topn=5) == got
+    assert ns.predict_output_word(["no", "such", "words"]) is None
+
+
+def _hand_score(model, sentence):
+    """A sentence's log probability by hand: each word from its full window (skip-gram: each
+    context predicts it; CBOW: their mean, a zero vector without context, as gensim), the
+    product of sigmoid(+-h . syn1[node]) along its path (gensim's code / point)."""
+    wv, total = model.wv, 0.0
+    ids = [w for w in sentence if w in wv]
+    for i, word in enumerate(ids):
+        ctx = [ids[j] for j in range(max(0, i - model.window), i + model.window + 1)
+               if j != i and j < len(ids)]
+        if model.sg:
+            inputs = [wv[c] for c in ctx]
+        else:
+            inputs = [np.mean([wv[c] for c in ctx], axis=0) if ctx else np.zeros(wv.vector_size)]
+        for h in inputs:
+            for code, node in zip(wv.get_vecattr(word, "code"), wv.get_vecattr(word, "point")):
+                f = _sigmoid(float(np.dot(h, model.syn1[node])))
+                total += math.log(f if code == 0 else 1.0 - f)
+    return total
+
+
+@pytest.mark.parametrize("sg", [0, 1])
+def test_score_is_gensims_log_probability(tmp_path, sg):
+    """score() on a model gensim trained and saved: each sentence's log probability, exactly
+    (by hand), and gensim's own value within its sigmoid table's error (3%)."""
+    theirs = GensimWord2Vec(common_texts * 3, hs=1, negative=0, sg=sg, min_count=1,
+                            vector_size=10, workers=1, seed=3)
+    theirs.save(str(tmp_path / "g.model"))
+    ours = Word2Vec.load(str(tmp_path / "g.model"))
+    got = ours.score(common_texts, total_sentences=len(common_texts))
+    assert got.dtype == np.float32 and got.shape == (len(common_texts),)
+    np.testing.assert_allclose(got, [_hand_score(ours, s) for s in common_texts], rtol=1e-5)
+    expected = theirs.score(common_texts, total_sentences=len(common_texts))
+    np.testing.assert_allclose(got, expected, rtol=3e-2)
+    assert len(ours.score(common_texts, total_sentences=4)) == 4
+
+
+def test_errors_gensim_code_catches_and_sentences_of_strings():
+    from semhuff.errors import CorpusError, SemhuffError, VocabError
+    with pytest.raises(RuntimeError, match=r"min_count=100 \(the most frequent word occurs 4 "):
+        Word2Vec(common_texts, min_count=100)  # gensim: RuntimeError (no vocabulary)
+    assert issubclass(VocabError, SemhuffError) and issubclass(VocabError, RuntimeError)
+    with pytest.raises(RuntimeError):
+        Word2Vec([])
+    for sentences in (["hello world foo bar"], "hello world", ["human", "machine"]):
+        with pytest.raises(CorpusError, match="sentences must be lists of tokens"):
+            Word2Vec(sentences, min_count=1)
+    with pytest.raises(CorpusError, match="lists of tokens"):
+        Word2Vec(min_count=1).build_vocab(iter(["human", "machine"]))
+
+
+def test_gensim_bookkeeping(tmp_path, caplog, lee_path):
+    """The effective-alpha warning, lifecycle_events (saved), reset_from, scan_vocab /
+    prepare_vocab's report, and each word's Huffman code as good as gensim's."""
+    import logging
+    model = Word2Vec(min_count=1, vector_size=8, workers=1)
+    model.build_vocab(common_texts)
+    model.train(common_texts, total_examples=model.corpus_count, epochs=1)
+    with caplog.at_level(logging.WARNING, logger="semhuff.gensim"):
+        model.train(common_texts, total_examples=model.corpus_count, epochs=1)
+    assert "Effective 'alpha' higher than previous training cycles" in caplog.text
+    events = [e["event"] for e in model.lifecycle_events]
+    assert events == ["created", "build_vocab", "train", "train"]
+    model.save(str(tmp_path / "m.model"))
+    back = Word2Vec.load(str(tmp_path / "m.model"))
+    assert [e["event"] for e in back.lifecycle_events] == events + ["saved", "loaded"]
+    other = Word2Vec(NEW_SENTENCES, min_count=1, vector_size=8)
+    model.reset_from(other)
+    assert model.wv.key_to_index == other.wv.key_to_index
+    assert model.corpus_count == other.corpus_count
+    ours, theirs = (cls(vector_size=10, max_final_vocab=4, min_count=2, sample=0)
+                    for cls in (Word2Vec, GensimWord2Vec))
+    assert ours.scan_vocab(common_texts) == theirs.scan_vocab(common_texts) == (29, 9)
+    assert ours.prepare_vocab() == {k: v for k, v in theirs.prepare_vocab().items()
+                                    if k != "memory"}
+    assert ours.effective_min_count == theirs.effective_min_count == 3
+    corpus = gensim.models.word2vec.LineSentence(lee_path)
+    ours, theirs = Word2Vec(hs=1, negative=0), GensimWord2Vec(hs=1, negative=0)
+    ours.build_vocab(corpus)
+    theirs.build_vocab(corpus)
+
+    def cost(m):  # sum of count x code length: optimal for any Huffman tie-breaking
+        return sum(m.wv.get_vecattr(w, "count") * len(m.wv.get_vecattr(w, "code"))
+                   for w in m.wv.index_to_key)
+    assert cost(ours) == cost(theirs)
+
+
+def test_wv_assignment_starts_from_those_vectors():
+    """gensim's ``model.wv = kv``: no trained output layer to predict with (gensim's
+    RuntimeError), gensim's ValueError for missing totals, and training from those vectors."""
+    theirs = GensimWord2Vec(common_texts, min_count=1, vector_size=8)
+    model = Word2Vec(vector_size=8, min_count=1, workers=1)
+    model.wv = theirs.wv
+    assert model.wv is theirs.wv
+    with pytest.raises(RuntimeError, match="not found"):
+        model.predict_output_word(["system", "human"])
+    with pytest.raises(ValueError, match="total_examples or total_words"):
+        model.train(common_texts)
+    start = theirs.wv["system"].copy()
+    model.train(common_texts, total_examples=len(common_texts), epochs=2)
+    assert not np.array_equal(model.wv["system"], start)
+    assert model.predict_output_word(["system", "human"], topn=3)

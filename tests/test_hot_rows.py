@@ -83,7 +83,7 @@ def test_hot_inputs_are_the_words_written_most_as_contexts():
     keep[0] = np.uint32(2 ** 32 * 0.01)  # the most frequent word kept 1% of the time
     plan = Plan(**{**plan.__dict__, "keep_thr": keep})
     session = CpuSession(model.syn0.copy(), copy.deepcopy(model.layer), 2)
-    session.HOT_INPUTS = 3
+    session.HOT_ROWS, session.HOT_INPUTS = 8, 3  # of 59 inner nodes (the default: too many)
     session.warm_up(plan)
     written = model.vocab.counts * (keep / 2.0 ** 32)
     assert sorted(session.hot_in.rows) == sorted(np.argsort(-written)[:3])
@@ -139,16 +139,35 @@ def test_merge_adds_the_threads_change_times_share(share):
     hot.end(token)
 
 
+def _session(model, workers, hot_rows=8):
+    session = CpuSession(model.syn0, copy.deepcopy(model.layer), workers)
+    session.HOT_ROWS = hot_rows
+    return session
+
+
 def test_average_merge_for_hs_sum_for_ns():
     model, _, plan = _model("hs")
-    assert CpuSession(model.syn0, copy.deepcopy(model.layer), 2)._hot_rows(plan).share == 0.5
+    assert _session(model, 2)._hot_rows(plan).share == 0.5
     model, _, plan = _model("ns")
-    assert CpuSession(model.syn0, copy.deepcopy(model.layer), 2)._hot_rows(plan).share == 1.0
-    assert CpuSession(model.syn0, copy.deepcopy(model.layer), 1)._hot_rows(plan) is None
+    assert _session(model, 2)._hot_rows(plan).share == 1.0
+    assert _session(model, 1)._hot_rows(plan) is None
 
 
-def test_two_workers_train_with_private_rows_and_save(tmp_path):
+def test_a_small_layer_keeps_every_row_shared():
+    """The layer's default hot rows (NS: 4,096, HS: 256) would be most of a small layer's rows
+    (here 60 words): then none are private (plain Hogwild; issue 23, gensim's
+    test_parallel), unless a count is set."""
+    for loss in ("hs", "ns"):
+        model, _, plan = _model(loss)
+        assert _session(model, 2, hot_rows=None)._hot_rows(plan) is None
+        assert len(_session(model, 2, hot_rows=8)._hot_rows(plan).rows) == 8
+    model.layer.HOT_ROWS = 30  # of 60 rows: half, still private
+    assert len(_session(model, 2, hot_rows=None)._hot_rows(plan).rows) == 30
+
+
+def test_two_workers_train_with_private_rows_and_save(tmp_path, monkeypatch):
     """The whole path: two workers (private hot rows in use), finite weights, save and load."""
+    monkeypatch.setattr(CpuSession, "HOT_ROWS", 8)  # the default is too many for 60 words
     model = Word2Vec(_corpus(), vector_size=16, window=3, min_count=1, workers=2, epochs=2,
                      seed=2, progress=False)
     assert np.isfinite(model.layer.weights).all() and np.isfinite(model.syn0).all()

@@ -225,7 +225,8 @@ def train(model, sentences, epochs: int, runtime: Runtime, spec: DaskTraining,
                 "alpha": model.alpha, "min_alpha": model.min_alpha, "epochs": int(epochs),
                 "seed": model.seed + model.train_calls, "chunk_words": model.chunk_words,
                 "cache_ids": model.cache_ids, "tmp_dir": model.tmp_dir,
-                "max_sentence_length": model.max_sentence_length}
+                "max_sentence_length": model.max_sentence_length,
+                "shrink_windows": model.shrink_windows}
     if start is not None:
         report = TrainReport.from_dict(start["report"])
         dask_report = DaskReport(len(workers), [], [RoundStats(**r) for r in start["rounds"]])

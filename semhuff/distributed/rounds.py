@@ -76,7 +76,8 @@ class ShardTrainer:
         self.syn0 = np.zeros(syn0_shape, dtype=np.float32)
         # a worker trains on its CPU, through the same session interface as one machine
         self.session = make_device("cpu").open(self.syn0, layer, s["threads"])
-        self.plan = Plan(sg=s["sg"], keep_thr=keep_thr, window=s["window"], reduce_window=True,
+        self.plan = Plan(sg=s["sg"], keep_thr=keep_thr, window=s["window"],
+                         reduce_window=s.get("shrink_windows", True),
                          alpha=s["alpha"], min_alpha=s["min_alpha"],
                          total_words=max(1, s["total_words"]), cbow_mean=s["cbow_mean"])
         use_cache = s["cache_ids"] and s["epochs"] > 1
