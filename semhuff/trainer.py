@@ -3,7 +3,8 @@ hands them to the device session's workers (at most ``2 x concurrency`` in fligh
 results, drives the progress bar and runs the hooks; the workers only run kernels (nogil).
 
 Hooks run at chunk boundaries with nothing in flight (``hooks.py``). A chunk whose loss is not
-finite stops the run (``TrainingDiverged``): a diverged model is a failure, never a result.
+finite stops the run (``TrainingDiverged``), and so does an epoch that predicts far worse than
+an untrained model (``health.py``): a diverged model is a failure, never a result.
 
 Reproducibility: every chunk's random stream is seeded from (seed, epoch, chunk number), never
 from the thread that runs it, so ``workers=1`` with a seed is bit-for-bit reproducible.

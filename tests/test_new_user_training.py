@@ -111,6 +111,9 @@ def test_chance_loss_by_hand():
     expected = np.log(2) + (vocab.counts * np.log(sizes)).sum() / 8
     assert health.chance_loss(classes, vocab.counts, keep) == pytest.approx(expected)
     assert isinstance(o, SelfOrganizer)
+    both = layer_class("hs+ns").create(vocab, negative=3)  # the two losses are summed
+    assert health.chance_loss(both, vocab.counts, keep) == pytest.approx(
+        (4 * 1 + 2 * 2 + 1 * 3 + 1 * 3) / 8 * np.log(2) + 4 * np.log(2))
 
 
 @pytest.mark.parametrize("loss", ["hs", "ns"])
@@ -144,6 +147,7 @@ def test_alpha_far_above_usual_warns(caplog):
     dict(), dict(sg=0), dict(loss="ns"), dict(loss="ns", sg=0), dict(sample=0),
     dict(sample=1e-5), dict(vector_size=4), dict(loss="class"), dict(loss="hs-self-organized"),
     dict(epochs=3, vector_size=100, loss="ns"), dict(epochs=3, vector_size=100, alpha=0.25),
+    dict(loss="hs+ns"), dict(loss="hs+ns", sg=0),
 ])
 def test_sound_small_runs_stay_far_below_the_failure_line(options, lee_path):
     """The evidence for ``health.WORSE_THAN_CHANCE`` (2): the runs tests make (dim 16, 1 epoch,
