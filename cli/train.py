@@ -14,6 +14,8 @@ import sys
 import time
 from typing import List, Optional
 
+import numpy as np
+
 from semhuff.devices import DEVICES, backend_names
 from semhuff.errors import OptionError, TreeError
 from semhuff.io_utils import check_writable, is_stdout
@@ -24,7 +26,7 @@ from semhuff.numba_cache import compile_seconds
 from semhuff.tree import load_tree_file
 from semhuff.training_report import check_report_writable, write_training_report
 from semhuff.trees import TREE_BUILDERS
-from semhuff.vectors_io import FORMATS, resolve_format, to_keyed_vectors
+from semhuff.vectors_io import FORMATS, resolve_format
 
 from .common import HelpFormatter, add_plugin_option, cli_main, console_script
 from .resume import continue_model, given_options
@@ -257,15 +259,27 @@ def _print_summary(model, report, args, fmt, seconds, setup_compile=0.0):
     print(f"wrote {args.output} ({fmt})" + (f" and {args.save_model} (model)" if args.save_model else "")
           + f"; total {seconds:.1f} s", file=out)
     probes = args.probe if args.probe else _default_probes(model)
-    # over the model's own array: model.wv's copy of the vectors was the run's last 80 MB at
-    # 200k words (issue 23)
-    wv = to_keyed_vectors(model.vocab.words, model.vocab.counts, model.syn0, copy=False)
     for word in probes:
-        if word not in wv.key_to_index:
+        if word not in model.vocab.index:
             print(f"  {word}: not in the vocabulary", file=out)
             continue
-        near = ", ".join(f"{w} {s:.2f}" for w, s in wv.most_similar(word, topn=args.topn))
+        near = ", ".join(f"{w} {s:.2f}" for w, s in _neighbours(model, word, args.topn))
         print(f"  {word} -> {near}", file=out)
+
+
+def _neighbours(model, word: str, topn: int) -> list:
+    """gensim's ``most_similar(word, topn)`` (cosine; the word itself left out) over the
+    model's own array, in numpy: the copy ``model.wv`` makes and gensim's import were the last
+    60 MB of a run's peak memory at 147k words (issue 23; docs/performance.md)."""
+    vectors = model.syn0
+    norms = np.linalg.norm(vectors, axis=1)
+    norms[norms == 0] = 1.0
+    i = model.vocab.index[word]
+    sims = (vectors @ (vectors[i] / norms[i])) / norms
+    sims[i] = -np.inf
+    top = np.argpartition(-sims, min(topn, len(sims) - 1))[:topn]
+    top = top[np.argsort(-sims[top], kind="stable")]
+    return [(model.vocab.words[j], float(sims[j])) for j in top if np.isfinite(sims[j])]
 
 
 # Function words say little about vector quality; skip them when picking probe words.

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import mmap
 import os
 import re
 import threading
@@ -438,43 +437,112 @@ class Recording:
     epoch maps entries to ids (``recorded_chunks``) instead of tokenising the text a second
     time: on two cores that second pass ran beside the training threads and made the first
     epoch about 13% slower than the later ones (3M-token prefix). 4 bytes a token (the sign
-    bit marks a piece's last token), within ``limit`` tokens; past it recording stops and frees
-    its memory (the first epoch then tokenises again, as before)."""
+    bit marks a piece's last token), within ``limit`` tokens; past it recording stops (the
+    first epoch then tokenises again, as before).
 
-    FIRST = 1 << 20  # entries allocated at first, doubled as needed
+    Memory holds ``FIRST`` entries at most: a full buffer is appended to an unnamed temporary
+    file (``id_cache``'s kind, in TMPDIR; gone with the process however it ends), read back in
+    blocks by the first epoch. Kept in memory, the recording was 74 MB of a run's peak on the
+    shared corpus (18.5M tokens), alive beside the weights until the first epoch ended (issue
+    23). A file that cannot be written stops the recording."""
+
+    FIRST = 1 << 20  # entries held in memory (4 MiB); the rest goes to the file
 
     def __init__(self, limit: int, most: Optional[int] = None):
-        """``most``: an upper bound of the tokens, if known (plain files, ``_token_bound``);
-        then one allocation, of which the OS commits only the pages written."""
+        """``most``: an upper bound of the tokens, if known (a smaller buffer for less)."""
         self.limit = int(limit)
-        self.ids = _written_once(min(self.limit, most or self.FIRST))
-        self.k = 0
+        self.ids = np.empty(max(1, min(self.limit, most or self.FIRST, self.FIRST)), np.int32)
+        self.k = 0          # entries in the buffer
+        self.spilled = 0    # entries in the file before them
+        self._fh = None
 
     @property
     def active(self) -> bool:
         return self.ids is not None
 
+    def __len__(self) -> int:
+        return self.spilled + self.k
+
     def grow(self) -> None:
-        if self.k >= self.limit:
+        """The buffer is full (``FULL``): empty it into the file, or stop past ``limit``."""
+        if len(self) >= self.limit:
             logger.info("more than %d tokens: the first epoch tokenises the corpus again",
                         self.limit)
-            self.ids = None
+            self.stop()
             return
-        grown = _written_once(min(self.limit, 2 * self.ids.shape[0]))
-        grown[:self.k] = self.ids[:self.k]
-        self.ids = grown
+        self._spill()
+
+    def _spill(self) -> None:
+        from .id_cache import _open_unnamed, cache_dir
+        try:
+            if self._fh is None:
+                self._fh = os.fdopen(_open_unnamed(cache_dir(None)), "w+b")
+            self._fh.write(memoryview(self.ids[:self.k]).cast("B"))
+            self._fh.flush()
+        except OSError as exc:
+            logger.info("the scan's recording cannot be written (%s): the first epoch "
+                        "tokenises the corpus again", exc)
+            self.stop()
+            return
+        self.spilled += self.k
+        self.k = 0
+
+    def stop(self) -> None:
+        self.ids = None
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+
+    def finish(self) -> Optional["RecordedPart"]:
+        """The recorded entries (None if recording stopped): in memory when they fit the
+        buffer, else in the file."""
+        if not self.active:
+            return None
+        if self._fh is None:
+            return RecordedPart(self.ids[:self.k].copy(), None, self.k)
+        if self.k:
+            self._spill()
+            if not self.active:
+                return None
+        part = RecordedPart(None, self._fh, self.spilled)
+        self._fh, self.ids = None, None
+        return part
 
 
-def _written_once(n: int) -> np.ndarray:
-    """``np.empty(n, np.int32)`` for the recording, whose pages are each written once: large
-    ones in 2 MB pages where Linux gives them on request (transparent huge pages, "madvise"
-    mode), since faulting in 4 kB pages took 0.04 s of the full corpus's 1 s scan."""
-    size = 4 * n
-    if size < (8 << 20) or not hasattr(mmap, "MADV_HUGEPAGE"):
-        return np.empty(n, np.int32)
-    pages = mmap.mmap(-1, size)
-    pages.madvise(mmap.MADV_HUGEPAGE)
-    return np.frombuffer(pages, np.int32)
+class RecordedPart:
+    """One part's recorded entries, in memory (``entries``) or in a file (``fh``), read in
+    blocks by ``blocks``; ``cut`` (tokens of a line's rest, tokens carried into it, the piece
+    length) and ``renumber`` (its table's entries -> the merged table's) are applied as they
+    are read (``_scan_parts``), so any number of passes read the same."""
+
+    BLOCK = 1 << 20
+
+    def __init__(self, entries: Optional[np.ndarray], fh, n: int):
+        self.entries, self.fh, self.n = entries, fh, int(n)
+        self.cut: Optional[Tuple[int, int, int]] = None
+        self.renumber: Optional[np.ndarray] = None
+
+    def __len__(self) -> int:
+        return self.n
+
+    def blocks(self) -> Iterator[np.ndarray]:
+        """The entries in order, in blocks (the cuts marked; the table's own numbering)."""
+        buf = None
+        for start in range(0, self.n, self.BLOCK):
+            size = min(self.BLOCK, self.n - start)
+            if self.entries is not None:
+                block = self.entries[start:start + size]
+            else:
+                if buf is None:
+                    buf = np.empty(min(self.BLOCK, self.n), np.int32)
+                block = buf[:size]
+                got = os.preadv(self.fh.fileno(), [memoryview(block).cast("B")], 4 * start)
+                if got != 4 * size:
+                    raise OSError(f"the scan's recording file ended early ({got} bytes)")
+            if self.cut is not None and start < self.cut[0]:  # idempotent: only sets bits
+                n, carried, limit = self.cut
+                _cut_line_rest(block, min(n - start, size), carried + start, limit)
+            yield block
 
 
 def count_file(path: str, table: Table, max_sentence_length: int, prune_at: int, state: dict,
@@ -567,8 +635,8 @@ def _scan_in_order(corpus: Corpus, max_vocab_size: Optional[int], progress):
     record = None if max_vocab_size else Recording(RECORD_TOKENS, _most_tokens(corpus))
     total = sum(count_file(path, table, corpus.max_sentence_length, max_vocab_size or 0, state,
                            corpus.block_bytes, progress, record)[0] for path in corpus.files)
-    entries = [record.ids[:record.k]] if record is not None and record.active else None
-    return table, total, state["min_reduce"], entries
+    part = record.finish() if record is not None else None
+    return table, total, state["min_reduce"], None if part is None else [part]
 
 
 PARALLEL_MIN_BYTES = 4 << 20  # smaller corpora are scanned in one thread
@@ -682,21 +750,20 @@ def _scan_parts(corpus: Corpus, parts, progress):
 
     with ThreadPoolExecutor(len(parts), thread_name_prefix="semhuff-scan") as pool:
         results = list(pool.map(scan_part, parts))
-    recorded = all(r[2].active for r in results)
+    entries = [r[2].finish() for r in results]
+    if any(part is None for part in entries):
+        entries = None  # one part stopped recording: the first epoch tokenises
     carried = 0  # tokens of the piece open at the end of the parts so far
-    for _, _, record, (n, goes_on), open_piece in results:
-        if recorded:
-            _cut_line_rest(record.ids, n, carried, limit)
+    for i, (_, _, _, (n, goes_on), open_piece) in enumerate(results):
+        if entries is not None:
+            entries[i].cut = (n, carried, limit)
         carried = (carried + n) % limit if goes_on else open_piece
-    table, total, record, _, _ = results[0]
-    entries = [record.ids[:record.k]] if recorded else None
-    for other, tokens, record, _, _ in results[1:]:
+    table, total, _, _, _ = results[0]
+    for i, (other, tokens, _, _, _) in enumerate(results[1:], 1):
         remap = table.merge(other)
         total += tokens
         if entries is not None:
-            part = record.ids[:record.k]
-            _renumber(part, remap)
-            entries.append(part)
+            entries[i].renumber = remap
     return table, total, entries
 
 
@@ -709,20 +776,12 @@ def _cut_line_rest(entries, n, carried, limit):
             entries[j] |= PIECE_END
 
 
-@numba.njit(cache=True, nogil=True)
-def _renumber(entries, remap):
-    """Entries of a part's table -> the merged table's, keeping the piece-end bit."""
-    for i in range(entries.shape[0]):
-        x = entries[i]
-        entries[i] = remap[x & 0x7FFFFFFF] | (x & PIECE_END)
-
-
 # -- ids (the first epoch) -------------------------------------------------------------------------
 
 # The last scan's ``Recording`` (its entries, the scan's words in entry order), by corpus; the
 # first epoch over the same, unchanged files takes it (once) instead of tokenising again.
 _RECORDED = {}
-RECORD_TOKENS = 1 << 26  # at most 256 MB of entries: 67M tokens
+RECORD_TOKENS = 1 << 26  # at most 256 MB of entries (in the temporary file): 67M tokens
 
 
 def _token_bound(plain_bytes: int) -> int:
@@ -758,24 +817,28 @@ def encode_chunks(corpus: Corpus, words: List[str], chunk_words: int,
     return _tokenised_chunks(corpus, words, chunk_words)
 
 
-def recorded_chunks(parts: List[np.ndarray], scanned: List[str], words: List[str],
+def recorded_chunks(parts: List["RecordedPart"], scanned: List[str], words: List[str],
                     chunk_words: int, max_sentence_length: int) -> Iterator[Chunk]:
     """``encode_chunks``'s chunks from a scan's recorded entries (``parts``, in corpus order;
     its words ``scanned`` in entry order): each entry mapped to its word's id in ``words``, or
     dropped."""
     index = {w: i for i, w in enumerate(words)}
     remap = np.fromiter((index.get(w, -1) for w in scanned), np.int32, len(scanned))
+    del index, scanned, words  # held by this generator until the epoch ends otherwise
     cap = chunk_words + max_sentence_length + 1
     ids, bounds = np.empty(cap, np.int32), np.empty(cap, np.int64)
     k = nb = raw = 0
-    for entries in parts:
-        pos = 0
-        while pos < entries.shape[0]:
-            pos, k, nb, raw, full = _chunk_of_entries(entries, pos, remap, chunk_words, ids,
-                                                      bounds, k, nb, raw)
-            if full:
-                yield Chunk(ids[:k].copy(), bounds[:nb].copy(), raw)
-                k = nb = raw = 0
+    for part in parts:
+        # a part's own entries -> the merged table's -> ids: one map
+        part_remap = remap if part.renumber is None else remap[part.renumber]
+        for entries in part.blocks():
+            pos = 0
+            while pos < entries.shape[0]:
+                pos, k, nb, raw, full = _chunk_of_entries(entries, pos, part_remap, chunk_words,
+                                                          ids, bounds, k, nb, raw)
+                if full:
+                    yield Chunk(ids[:k].copy(), bounds[:nb].copy(), raw)
+                    k = nb = raw = 0
     if raw:
         yield Chunk(ids[:k].copy(), bounds[:nb].copy(), raw)
 

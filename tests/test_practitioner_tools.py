@@ -323,3 +323,23 @@ def test_hs_hot_rows_traffic_as_the_whole_table_computed_it():
             plan.counts.astype(np.float64)[:, None], on_path.shape)[on_path])
         expected = np.argsort(-traffic, kind="stable")[:20]
         np.testing.assert_array_equal(layer.hot_rows(plan.counts, 20), expected)
+
+
+def test_summary_probes_equal_gensim_most_similar_without_importing_gensim(tmp_path, lee_path):
+    """The summary's neighbours are gensim's most_similar on the written vectors, computed
+    over the model's own array: a run that writes word2vec binary never imports gensim (its
+    import and model.wv's copy were the last 60 MB of the peak at 147k words)."""
+    out = tmp_path / "v.bin"
+    code = ("import sys; from semhuff.cli.train import main; "
+            f"code = main([{lee_path!r}, '-o', {str(out)!r}, '--dim', '16', '--epochs', '1', "
+            "'--workers', '1', '--no-progress', '--probe', 'government', 'police', 'zzz', "
+            "'--topn', '4']); print('gensim imported:', 'gensim' in sys.modules); sys.exit(code)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "gensim imported: False" in done.stdout
+    kv = KeyedVectors.load_word2vec_format(str(out), binary=True)
+    for word in ("government", "police"):
+        expected = ", ".join(f"{w} {s:.2f}" for w, s in kv.most_similar(word, topn=4))
+        assert f"  {word} -> {expected}\n" in done.stdout
+    assert "  zzz: not in the vocabulary" in done.stdout
