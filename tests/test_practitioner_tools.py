@@ -282,6 +282,8 @@ def test_two_threads_copy_neither_matrix_and_train_the_same():
     reference = CpuSession(model.syn0.copy(), copy.deepcopy(model.layer), 2)
     syn0, weights = model.syn0, model.layer.weights
     session = CpuSession(model.syn0, model.layer, 2)
+    # 8 private rows of 59: the default would be most of this small layer (then none)
+    session.HOT_ROWS = reference.HOT_ROWS = 8
     session.warm_up(plan)
     assert session.hot is not None and session.hot_in is not None
     assert np.shares_memory(session.hot_in.weights, syn0)
