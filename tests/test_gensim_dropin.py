@@ -570,3 +570,23 @@ def test_wv_assignment_starts_from_those_vectors():
     model.train(common_texts, total_examples=len(common_texts), epochs=2)
     assert not np.array_equal(model.wv["system"], start)
     assert model.predict_output_word(["system", "human"], topn=3)
+
+
+def test_huffman_tree_in_any_word_order():
+    """An online update leaves the counts unsorted: the drop-in's tree is word2vec's Huffman
+    tree of the sorted counts with its leaves renamed, and gensim's own paths read back into
+    the same tree."""
+    from semhuff.gensim_support import huffman_tree, tree_from_paths
+    from semhuff.trees.huffman import build_huffman
+    counts = np.array([50, 40, 31, 30, 9, 8, 7, 3, 2, 1])  # no ties: one tree
+    reference = build_huffman(counts)
+    np.testing.assert_array_equal(huffman_tree(counts).parent, reference.parent)
+    order = np.random.default_rng(0).permutation(len(counts))  # word w has counts[order[w]]
+    tree = huffman_tree(counts[order])
+    for w, sorted_id in enumerate(order):
+        assert tree.code_string(w) == reference.code_string(sorted_id)
+    paths = [tree.points[w, :n] for w, n in enumerate(tree.lengths)]
+    codes = [tree.codes[w, :n] for w, n in enumerate(tree.lengths)]
+    again = tree_from_paths(paths, codes)
+    np.testing.assert_array_equal(again.parent, tree.parent)
+    np.testing.assert_array_equal(again.branch, tree.branch)
