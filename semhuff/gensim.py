@@ -57,8 +57,7 @@ from .errors import CorpusError, UnsupportedArgument, VocabError
 from .gensim_support import (cum_table, from_gensim, hs_log_probs, huffman_tree,
                              score_sentences)
 from .hooks import Hook
-from .layers.hs import HierarchicalSoftmax
-from .layers.ns import NegativeSampling
+from .layers import layer_class
 from .vectors_io import to_keyed_vectors
 from .vocab import Vocab, gensim_sample_fraction, no_word_kept
 
@@ -414,9 +413,9 @@ class Word2Vec:
             if len(vocab) < 2:
                 raise VocabError(f"hierarchical softmax needs at least 2 words in the "
                                  f"vocabulary, got {len(vocab)}")
-            return HierarchicalSoftmax(huffman_tree(vocab.counts))
-        return NegativeSampling.create(vocab, negative=self.negative,
-                                       ns_exponent=self.ns_exponent)
+            return layer_class("hs").create(vocab, tree=huffman_tree(vocab.counts))
+        return layer_class("ns").create(vocab, negative=self.negative,
+                                        ns_exponent=self.ns_exponent)
 
     def _set_vocab(self, vocab: Vocab) -> Vocab:
         """The semhuff model's vocabulary, output layer and fresh weights."""
@@ -746,7 +745,7 @@ class Word2Vec:
 
         settings, vocab, syn0, layer = from_gensim(GensimWord2Vec.load(fname, mmap=mmap), fname)
         self = cls.__new__(cls)
-        loss = "hs" if isinstance(layer, HierarchicalSoftmax) else "ns"
+        loss = layer.name
         self.semhuff = _model.Word2Vec(
             vector_size=syn0.shape[1], window=int(settings.get("window", 5)),
             min_count=max(1, int(settings.get("min_count") or 1)),

@@ -10,8 +10,7 @@ from typing import Iterable, List
 import numpy as np
 
 from .errors import ModelFileError, UnsupportedArgument
-from .layers.hs import HierarchicalSoftmax
-from .layers.ns import NegativeSampling
+from .layers import layer_class
 from .tree import Tree
 from .trees.huffman import build_huffman
 from .vocab import Vocab
@@ -131,7 +130,7 @@ def from_gensim(model, fname: str):
     vocab = Vocab(words, counts, int(total), max(1, int(settings.get("min_count") or 1)))
     syn0 = np.ascontiguousarray(wv.vectors, dtype=np.float32)
     if negative:
-        layer = NegativeSampling(negative, float(settings.get("ns_exponent", 0.75)))
+        layer = layer_class("ns")(negative, float(settings.get("ns_exponent", 0.75)))
         layer.set_noise(counts)
         layer.weights = np.ascontiguousarray(model.syn1neg, dtype=np.float32)
     else:
@@ -140,7 +139,7 @@ def from_gensim(model, fname: str):
                                    [wv.get_vecattr(i, "code") for i in range(len(words))])
         else:  # gensim builds its tree from the counts in the same merge order
             tree = huffman_tree(counts)
-        layer = HierarchicalSoftmax(tree)
+        layer = layer_class("hs")(tree)
         layer.weights = np.ascontiguousarray(model.syn1[:max(len(words) - 1, 1)],
                                              dtype=np.float32)
     return settings, vocab, syn0, layer
