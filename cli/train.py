@@ -259,21 +259,24 @@ def _print_summary(model, report, args, fmt, seconds, setup_compile=0.0):
     print(f"wrote {args.output} ({fmt})" + (f" and {args.save_model} (model)" if args.save_model else "")
           + f"; total {seconds:.1f} s", file=out)
     probes = args.probe if args.probe else _default_probes(model)
+    norms = None
     for word in probes:
         if word not in model.vocab.index:
             print(f"  {word}: not in the vocabulary", file=out)
             continue
-        near = ", ".join(f"{w} {s:.2f}" for w, s in _neighbours(model, word, args.topn))
+        if norms is None:  # row by row: np.linalg.norm(axis=1) makes a temporary of them all
+            norms = np.sqrt(np.einsum("ij,ij->i", model.syn0, model.syn0))
+            norms[norms == 0] = 1.0
+        near = ", ".join(f"{w} {s:.2f}" for w, s in _neighbours(model, norms, word, args.topn))
         print(f"  {word} -> {near}", file=out)
 
 
-def _neighbours(model, word: str, topn: int) -> list:
+def _neighbours(model, norms, word: str, topn: int) -> list:
     """gensim's ``most_similar(word, topn)`` (cosine; the word itself left out) over the
-    model's own array, in numpy: the copy ``model.wv`` makes and gensim's import were the last
-    60 MB of a run's peak memory at 147k words (issue 23; docs/performance.md)."""
+    model's own array, in numpy (``norms``: its rows' lengths): the copy ``model.wv`` makes,
+    gensim's import and its norms' temporary were the last 60 MB of a run's peak memory at
+    147k words (issue 23; docs/performance.md)."""
     vectors = model.syn0
-    norms = np.linalg.norm(vectors, axis=1)
-    norms[norms == 0] = 1.0
     i = model.vocab.index[word]
     sims = (vectors @ (vectors[i] / norms[i])) / norms
     sims[i] = -np.inf
