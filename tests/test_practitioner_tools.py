@@ -345,3 +345,30 @@ def test_summary_probes_equal_gensim_most_similar_without_importing_gensim(tmp_p
         expected = ", ".join(f"{w} {s:.2f}" for w, s in kv.most_similar(word, topn=4))
         assert f"  {word} -> {expected}\n" in done.stdout
     assert "  zzz: not in the vocabulary" in done.stdout
+
+
+def test_the_scans_recording_waits_in_a_file_not_in_memory(tmp_path, lee_path, monkeypatch):
+    """The vocabulary scan's recording (4 bytes a token) keeps ``Recording.FIRST`` entries in
+    memory and the rest in an unnamed temporary file; the first epoch's chunks read from it
+    are the Python path's (encode.encode_chunks), and a second reading gives them again."""
+    from semhuff import fastscan
+    from semhuff.corpus import Corpus
+    from semhuff.encode import encode_chunks
+    monkeypatch.setattr(fastscan.Recording, "FIRST", 1000)
+    monkeypatch.setattr(fastscan, "PARALLEL_MIN_BYTES", 0)
+    for workers in (1, 2):
+        corpus = Corpus(lee_path, block_bytes=1 << 14)
+        counts, total, _ = fastscan.scan(corpus, workers=workers)
+        parts = fastscan._RECORDED[fastscan._corpus_key(corpus)][0]
+        assert len(parts) == workers and sum(map(len, parts)) == total > 1000 * workers
+        assert all(p.entries is None and p.fh is not None for p in parts)
+        words = [w for w, c in counts.items() if c >= 3]
+        index = {w: i for i, w in enumerate(words)}
+        expected = list(encode_chunks(Corpus(lee_path), index, 3000))
+        for take in (False, True):  # a count before training, then the first epoch
+            got = list(fastscan.encode_chunks(corpus, words, 3000, take=take))
+            assert len(got) == len(expected)
+            for a, b in zip(got, expected):
+                np.testing.assert_array_equal(a.ids, b.ids)
+                np.testing.assert_array_equal(a.bounds, b.bounds)
+                assert a.raw_tokens == b.raw_tokens
