@@ -65,6 +65,7 @@ class HookContext:
     sg: bool = True                 # the architecture and window the kernels run with
     window: int = 5
     cbow_mean: bool = True
+    chunk_words: int = 0            # input words a chunk holds, about (hooks run between chunks)
     _vectors: Callable[[], np.ndarray] = None
     _layer_changed: Callable[[], None] = None
 

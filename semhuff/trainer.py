@@ -351,6 +351,7 @@ class TrainingRun:
         self.seconds_before = self.report.seconds
         self.bar = None
         self.started = self.epoch_started = 0.0
+        self.chunk_input_words = 0  # in-vocabulary words a chunk holds, about (set by execute)
 
     # -- hooks ------------------------------------------------------------------------------------
     def context(self, recent=()) -> HookContext:
@@ -363,6 +364,7 @@ class TrainingRun:
                            layer=self.layer, loss=stats.loss, predictions=stats.pairs,
                            recent_chunks=list(recent), keep_prob=self.keep_prob, sg=s.sg,
                            window=s.window, cbow_mean=s.cbow_mean,
+                           chunk_words=self.chunk_input_words,
                            _vectors=lambda: session.syn0, _layer_changed=session.layer_changed)
 
     def call_hooks(self, method: str, hooks_due=None, recent=()) -> None:
@@ -440,6 +442,8 @@ class TrainingRun:
         if report.compile_seconds >= 0.05:
             logger.info("training kernel ready in %.2f s (compiled once per configuration, "
                         "then loaded from numba's cache)", report.compile_seconds)
+        self.chunk_input_words = max(1, round(s.chunk_words * self.retained_tokens
+                                              / max(raw_tokens_per_epoch, 1)))
         self.bar = _progress_bar(s.epochs * raw_tokens_per_epoch, s.progress)
         self.bar.update(report.raw_words)
         self.started = self.epoch_started = time.perf_counter()

@@ -248,6 +248,19 @@ def test_settings_that_allow_no_reassignment_are_said_before_training(tmp_path, 
     assert "lower --reassign-every (e.g. 1,536) or leave it out" in proc.stderr
 
 
+def test_a_run_shorter_than_a_chunk_is_warned_about(lee_path, caplog):
+    """lee, 1 epoch: 46,084 input words, re-assigning during the first 15,361, but hooks run
+    between chunks of ~77,000 (100,000 tokens): none can happen, and the user is told."""
+    with caplog.at_level(logging.WARNING, logger="semhuff.layers.organizer"):
+        model = Word2Vec(lee_path, loss="hs-self-organized", **SMALL)
+    assert len(model.layer.organizer.history) == 0
+    assert "will never be re-assigned: re-assignments run between chunks of about" in caplog.text
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="semhuff.layers.organizer"):
+        model = Word2Vec(lee_path, loss="hs-self-organized", chunk_words=2_000, **SMALL)
+    assert len(model.layer.organizer.history) > 0 and "never" not in caplog.text
+
+
 # -- 10. --seed -1 ---------------------------------------------------------------------------------
 def test_negative_seed_is_a_one_line_error(tmp_path, capsys, lee_path):
     code, _, err = run([lee_path, "-o", str(tmp_path / "v.kv"), *FAST, "--seed", "-1"], capsys)

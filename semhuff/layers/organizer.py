@@ -135,13 +135,22 @@ class SelfOrganizer:
         self.q = np.full((V, self.clusters), -math.log2(self.clusters), dtype=np.float32)
         self.lam = np.zeros(V, dtype=np.float32)
 
-    def plan_run(self, total_words: int) -> int:
+    def plan_run(self, total_words: int, chunk_words: int = 0) -> int:
         """K for a ``train()`` call of ``total_words`` input words (``reassign_every``, or
-        the automatic one); a warning when it allows no re-assignment."""
+        the automatic one); a warning when it allows no re-assignment: K, or the first chunk
+        boundary (``chunk_words``: re-assignments run between chunks), past the share of the
+        run that re-assigns."""
         window = int(self.reassign_until * total_words)
         self.every = (auto_reassign_every(window) if self.reassign_every is None
                       else self.reassign_every)
-        if self.every > window:
+        if self.every <= window < chunk_words:
+            logger.warning(
+                "the self-organized clusters will never be re-assigned: re-assignments run "
+                "between chunks of about %s words, but stop after the first %s words "
+                "(reassign_until %.0f%% of this run's %s); train more epochs or raise "
+                "--reassign-until", f"{chunk_words:,}", f"{window:,}",
+                100 * self.reassign_until, f"{total_words:,}")
+        elif self.every > window:
             logger.warning(
                 "the self-organized clusters will never be re-assigned: reassign_every is %s "
                 "words, but re-assignment stops after the first %s words (reassign_until %.0f%% "
@@ -225,7 +234,8 @@ class ReassignHook(Hook):
         self.heldout = heldout
 
     def on_train_begin(self, context) -> None:
-        self.every_words = self.layer.organizer.plan_run(context.total_words)
+        self.every_words = self.layer.organizer.plan_run(context.total_words,
+                                                         context.chunk_words)
         self.layer.prepare(context)
 
     def on_words(self, context) -> None:
