@@ -27,6 +27,7 @@ from semhuff.tree import load_tree_file
 from semhuff.training_report import check_report_writable, write_training_report
 from semhuff.trees import TREE_BUILDERS
 from semhuff.vectors_io import FORMATS, resolve_format
+from semhuff.wording import counted
 
 from .common import HelpFormatter, add_plugin_option, cli_main, console_script
 from .resume import continue_model, given_options
@@ -252,8 +253,8 @@ def _print_summary(model, report, args, fmt, seconds, setup_compile=0.0):
               f"memory in use {gpu['peak_memory_bytes'] / 2**20:,.0f} MiB", file=out)
     if getattr(report, "dask", None) is not None:
         d = report.dask
-        print(f"dask: {d.workers} workers ({'+'.join(map(str, d.threads))} threads), "
-              f"{len(d.rounds)} rounds of "
+        print(f"dask: {counted(d.workers, 'worker')} ({'+'.join(map(str, d.threads))} "
+              f"threads), {counted(len(d.rounds), 'round')} of "
               f"{args.round_words:,} words a worker, {d.overhead_seconds:.1f} s outside training",
               file=out)
     print(f"wrote {args.output} ({fmt})" + (f" and {args.save_model} (model)" if args.save_model else "")
