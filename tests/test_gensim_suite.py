@@ -9,7 +9,11 @@ outcome per test is read from the JUnit XML report.
 ``EXPECTED_FAILURES`` lists, with a one-line reason each, the tests that fail on purpose (what
 only gensim's internal layout or its pickles have, what semhuff refuses by design). Any other
 failure fails this test, so the pass count cannot silently regress; a listed test that passes
-is reported (remove it from the list). ``DESELECTED`` are left out for time only.
+is reported (remove it from the list). ``DESELECTED`` are left out for time only (none: the
+whole file takes about 45 s of CPU once the kernels are compiled).
+
+gensim 4.4: 74 of its 80 tests pass (4 skipped by gensim itself: POT missing, a bulk test);
+before issue 23 43 did (42 in the issue's count).
 """
 from __future__ import annotations
 
@@ -19,6 +23,8 @@ import sys
 import xml.etree.ElementTree as ET
 
 import pytest
+
+import semhuff
 
 gensim = pytest.importorskip("gensim")
 pytest.importorskip("testfixtures", reason="gensim's test_word2vec.py needs testfixtures "
@@ -88,8 +94,11 @@ def test_gensims_word2vec_tests_pass_against_the_drop_in(tmp_path, capsys):
                "--rootdir", str(tmp_path), f"--junitxml={junit}", test_file.name]
     for name in DESELECTED:
         command += ["--deselect", f"{test_file.name}::TestWord2VecModel::{name}"]
+    # the shim, then the semhuff this process imported (an editable install or a checkout)
+    path = [str(tmp_path), os.path.dirname(os.path.dirname(semhuff.__file__)),
+            os.environ.get("PYTHONPATH", "")]
     run = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=1200,
-                         env={**os.environ, "PYTHONPATH": str(tmp_path)})
+                         env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in path if p)})
     assert junit.exists(), f"gensim's tests did not run:\n{run.stdout[-3000:]}{run.stderr[-3000:]}"
     outcomes = _outcomes(str(junit))
     passed = sorted(n for n, o in outcomes.items() if o == "passed")
