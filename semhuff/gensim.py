@@ -765,11 +765,12 @@ class Word2Vec:
                                 settings.get("batch_words", MAX_WORDS_IN_BATCH),
                                 settings.get("comment"))
         for key in ("effective_min_count", "running_training_loss", "corpus_count",
-                    "corpus_total_words", "train_count", "total_train_time"):
+                    "corpus_total_words", "train_count", "total_train_time",
+                    "min_alpha_yet_reached", "lifecycle_events"):
             if key in settings:
                 setattr(self, key, settings[key])
         self.sample = settings.get("sample", 1e-3)
-        self.add_lifecycle_event("loaded", fname=str(fname), source="a model gensim saved")
+        # gensim's load recorded the "loaded" event in the history taken over
         return self
 
     @property

@@ -4,6 +4,7 @@ hierarchical softmax's exact probabilities (``predict_output_word``, ``score``),
 model gensim saved (a pickle) into semhuff's layers."""
 from __future__ import annotations
 
+import json
 import logging
 from typing import Iterable, List
 
@@ -107,7 +108,7 @@ GENSIM_SETTINGS = ("vector_size", "window", "sample", "seed", "workers", "sg", "
                    "ns_exponent", "min_count", "max_final_vocab", "corpus_count",
                    "corpus_total_words", "comment", "compute_loss", "batch_words",
                    "train_count", "total_train_time", "running_training_loss",
-                   "shrink_windows", "effective_min_count")
+                   "shrink_windows", "effective_min_count", "min_alpha_yet_reached")
 
 
 def from_gensim(model, fname: str):
@@ -116,6 +117,9 @@ def from_gensim(model, fname: str):
     (``syn1neg`` with the noise distribution of the counts, or ``syn1`` over gensim's own
     Huffman tree, read from the words' ``code`` / ``point``)."""
     settings = {k: getattr(model, k) for k in GENSIM_SETTINGS if hasattr(model, k)}
+    # its history goes on in semhuff's model file (JSON: anything else as text)
+    settings["lifecycle_events"] = json.loads(json.dumps(
+        list(getattr(model, "lifecycle_events", None) or []), default=str))
     hs, negative = int(getattr(model, "hs", 0)), int(getattr(model, "negative", 0))
     if hs and negative:
         raise UnsupportedArgument(

@@ -348,6 +348,8 @@ def test_save_load_keeps_the_gensim_state(tmp_path):
         [w for w, _ in theirs.predict_output_word(["system", "human"], topn=5)]
     assert (ours.window, ours.negative, ours.corpus_count) == \
         (theirs.window, theirs.negative, theirs.corpus_count)
+    events = [e["event"] for e in ours.lifecycle_events]  # gensim's history goes on
+    assert events == [e["event"] for e in theirs.lifecycle_events] + ["loaded"]
 
 
 def test_module_is_a_one_line_switch():
