@@ -70,7 +70,9 @@ _NOT_PROVIDED = {
     "estimate_memory": "not implemented in semhuff",
     "make_cum_table": "semhuff's negative sampling draws noise words with an alias table",
     "create_binary_tree": "semhuff builds trees with semhuff.trees.make_tree",
-    "intersect_word2vec_format": "not implemented in semhuff",
+    "intersect_word2vec_format": "gensim 4 has it on model.wv (KeyedVectors; lockf=1.0 keeps "
+                                 "the vectors training, other locks are refused at train()); "
+                                 "or model.semhuff.intersect_vectors(path)",
 }
 
 

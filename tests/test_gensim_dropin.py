@@ -592,3 +592,17 @@ def test_huffman_tree_in_any_word_order():
     again = tree_from_paths(paths, codes)
     np.testing.assert_array_equal(again.parent, tree.parent)
     np.testing.assert_array_equal(again.branch, tree.branch)
+
+
+def test_a_locked_vector_is_refused_not_ignored():
+    """gensim's wv.vectors_lockf: semhuff's kernels update every vector fully, so a lock other
+    than 1 is an UnsupportedArgument at train(), and nothing trains."""
+    model = Word2Vec(common_texts, min_count=1, vector_size=8, workers=1)
+    assert np.array_equal(model.wv.vectors_lockf, [1.0])  # gensim's default, honoured
+    model.wv.vectors_lockf = np.ones(len(model.wv), dtype=np.float32)
+    model.train(common_texts, total_examples=model.corpus_count, epochs=1)  # all 1: fine
+    model.wv.vectors_lockf[0] = 0.0
+    before = model.wv.vectors.copy()
+    with pytest.raises(UnsupportedArgument, match="vectors_lockf"):
+        model.train(common_texts, total_examples=model.corpus_count, epochs=1)
+    np.testing.assert_array_equal(model.wv.vectors, before)
