@@ -26,19 +26,14 @@ import numpy as np
 from semhuff.errors import OptionError, VectorsError
 from semhuff.vectors_io import READ_FORMATS, read_vectors
 
-from .common import console_script, run_cli, setup_logging
+from .common import HelpFormatter, console_script, run_cli, setup_logging, short_errors
 
 PROG = "semhuff-query"
 # a:b::c:? or a:b::c; the words may hold anything but whitespace and ':'
 _ANALOGY = re.compile(r"^([^:\s]+):([^:\s]+)::([^:\s]+)(?::\?)?$")
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # one line, not the usage block
-        self.exit(2, f"{self.prog}: error: {message} (--help for usage)\n")
-
-
-def _positive(text: str) -> int:
+def positive(text: str) -> int:
     value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
@@ -46,7 +41,7 @@ def _positive(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog=PROG, description="Nearest neighbours (cosine) and analogies on saved word "
+    p = argparse.ArgumentParser(prog=PROG, formatter_class=HelpFormatter, description="Nearest neighbours (cosine) and analogies on saved word "
                 "vectors, the way gensim's KeyedVectors.most_similar answers them.",
                 epilog="examples: semhuff-query v.bin king queen --topn 10;  semhuff-query "
                        "v.bin king:man::woman:?  (= --analogy man king woman)")
@@ -55,10 +50,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("queries", nargs="*", metavar="QUERY",
                    help="a word (its nearest neighbours) or an analogy a:b::c:? (the words "
                         "nearest b - a + c)")
-    p.add_argument("--analogy", nargs=3, action="append", default=[], metavar=("A", "B", "C"),
+    p.add_argument("--analogy", nargs=3, action="append", metavar=("A", "B", "C"),
                    help="a is to b as c is to ? (repeatable; word2vec.c's 'word-analogy' order)")
-    p.add_argument("--topn", type=_positive, default=10, help="answers per query (default 10)")
-    p.add_argument("--restrict", type=_positive, metavar="N",
+    p.add_argument("--topn", type=positive, default=10, help="answers per query (default 10)")
+    p.add_argument("--restrict", type=positive, metavar="N",
                    help="answer only among the N most frequent words (the file's first N)")
     p.add_argument("--method", choices=("add", "mul"), default="add",
                    help="analogies: 3CosAdd (most_similar, default) or 3CosMul "
@@ -87,7 +82,7 @@ def parse_queries(texts: Sequence[str], analogies: Sequence[Sequence[str]]
                               f"c is to ?)")
         else:
             out.append((text, (text,), ()))
-    for a, b, c in analogies:
+    for a, b, c in analogies or ():
         out.append((f"{a}:{b}::{c}:?", (b, c), (a,)))
     return out
 
@@ -104,7 +99,7 @@ def answer(kv, positive, negative, topn: int, restrict: Optional[int] = None,
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = short_errors(build_parser()).parse_args(argv)
     setup_logging(args.verbose - args.quiet)
     return run_cli(PROG, lambda: _run(args))
 
