@@ -4,13 +4,14 @@ import argparse
 
 import pytest
 
-from semhuff.cli import evaluate, score, train, tree
+from semhuff.cli import evaluate, query, score, train, tree
 
 
 def _parsers():
     yield "semhuff-train", train.build_parser()
     yield "semhuff-score", score.build_parser()
     yield "semhuff-eval", evaluate.build_parser()
+    yield "semhuff-query", query.build_parser()
     top = tree.build_parser()
     yield "semhuff-tree", top
     for action in top._actions:
