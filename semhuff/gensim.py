@@ -12,8 +12,7 @@ hierarchical softmax).
 What differs, on purpose:
 
 * an argument or value semhuff cannot honour raises ``UnsupportedArgument`` (a ``ValueError``)
-  that names it, never silently ignored: ``hs=1`` together with ``negative > 0`` (gensim trains
-  both output layers at once; semhuff trains one), ``hashfxn`` other than ``hash``,
+  that names it, never silently ignored: ``hashfxn`` other than ``hash``,
   ``null_word=1``, ``sorted_vocab=0``, ``train(word_count != 0)``;
 * sentences are lists of tokens, as in gensim: a string or a list of strings is refused with a
   ``CorpusError`` saying so (gensim warns and trains on single characters), unless they name
@@ -84,7 +83,7 @@ def _refuse(condition: bool, what: str, why: str) -> None:
 def _ns_settings(loss: str, negative, ns_exponent) -> dict:
     """semhuff's layer settings for gensim's negative / ns_exponent: they are negative
     sampling's, and gensim ignores them when it trains hierarchical softmax alone."""
-    return {"negative": negative, "ns_exponent": ns_exponent} if loss == "ns" else {}
+    return {"negative": negative, "ns_exponent": ns_exponent} if loss in ("ns", "hs+ns") else {}
 
 
 def _loss(hs, negative) -> str:
@@ -92,9 +91,8 @@ def _loss(hs, negative) -> str:
     if not hs and not negative:
         raise ValueError("You must set either 'hs' or 'negative' to be positive for proper training. "
                          "When both 'hs=0' and 'negative=0', there will be no training.")
-    _refuse(bool(hs) and negative > 0, f"hs=1 together with negative={negative}",
-            "gensim then trains hierarchical softmax and negative sampling at once, semhuff one "
-            "output layer; set negative=0 (hierarchical softmax) or hs=0 (negative sampling)")
+    if hs and negative > 0:  # both output layers on the same input vectors, as gensim
+        return "hs+ns"
     return "hs" if hs else "ns"
 
 
@@ -212,6 +210,10 @@ class Word2Vec:
         _refuse(not sorted_vocab, "sorted_vocab=0", "the vocabulary is always sorted by frequency")
         _refuse(min_count < 0, f"min_count={min_count}", "it must be >= 0")
         loss = _loss(hs, negative)
+        if loss == "hs+ns":  # gensim's own warning, word for word
+            logger.warning("Both hierarchical softmax and negative sampling are activated. This "
+                           "is probably a mistake. You should set either 'hs=0' or 'negative=0' "
+                           "to disable one of them. ")
         self.semhuff = _model.Word2Vec(
             vector_size=vector_size, window=window, min_count=max(1, int(min_count)),
             max_vocab_size=max_vocab_size, sample=0.0, sg=int(sg), cbow_mean=int(cbow_mean),
@@ -411,11 +413,12 @@ class Word2Vec:
         model.loss = _loss(self.hs, self.negative)
         # the layer's settings follow gensim's switches as they are now
         model.layer_settings = _ns_settings(model.loss, self.negative, self.ns_exponent)
-        if model.loss == "hs":
+        if model.loss in ("hs", "hs+ns"):
             if len(vocab) < 2:
                 raise VocabError(f"hierarchical softmax needs at least 2 words in the "
                                  f"vocabulary, got {len(vocab)}")
-            return layer_class("hs").create(vocab, tree=huffman_tree(vocab.counts))
+            return layer_class(model.loss).create(vocab, tree=huffman_tree(vocab.counts),
+                                                  **model.layer_settings)
         return layer_class("ns").create(vocab, negative=self.negative,
                                         ns_exponent=self.ns_exponent)
 
@@ -585,7 +588,10 @@ class Word2Vec:
 
     @property
     def syn1neg(self):
-        return self.semhuff.layer.weights if self.semhuff.loss == "ns" and self.semhuff.layer else None
+        model = self.semhuff
+        if model.layer is None or model.loss not in ("ns", "hs+ns"):
+            return None
+        return model.layer.weights if model.loss == "ns" else model.layer.syn1neg
 
     @property
     def syn1(self):
@@ -593,7 +599,7 @@ class Word2Vec:
         row, unused in gensim too, is zero): a read-only copy, so writing to it fails loudly.
         The live rows are ``model.semhuff.layer.weights``."""
         model = self.semhuff
-        if model.loss != "hs" or model.layer is None:
+        if model.loss not in ("hs", "hs+ns") or model.layer is None:
             return None
         rows = model.layer.weights
         out = np.zeros((len(model.vocab), rows.shape[1]), dtype=np.float32)
@@ -640,8 +646,8 @@ class Word2Vec:
             l1 /= len(indices)
         if model.loss == "hs":
             prob = np.exp(hs_log_probs(l1, model.layer.weights, model.tree))
-        else:
-            prob = np.exp(np.dot(l1, model.layer.weights.T))
+        else:  # negative sampling's rows whenever there are some, as gensim
+            prob = np.exp(np.dot(l1, self.syn1neg.T))
             prob /= np.sum(prob)
         top = matutils.argsort(prob, topn=topn, reverse=True)
         return [(wv.index_to_key[i], prob[i]) for i in top]
@@ -654,7 +660,7 @@ class Word2Vec:
         threads. Semhuff's held-out perplexity, for any normalised layer, is
         ``model.semhuff.score(corpus)``."""
         model = self.semhuff
-        if model.loss != "hs" or model.layer is None:
+        if model.loss not in ("hs", "hs+ns") or model.layer is None:
             raise RuntimeError("We have currently only implemented score for the hierarchical "
                                "softmax scheme, so you need to have run word2vec with hs=1 and "
                                "negative=0 for this to work.")
@@ -724,8 +730,8 @@ class Word2Vec:
         self = cls.__new__(cls)
         self.semhuff = inner
         state = inner.annotations.get("gensim", {})
-        hs = state.get("hs", int(inner.loss == "hs"))
-        negative = state.get("negative", inner.negative if inner.loss == "ns" else 0)
+        hs = state.get("hs", int(inner.loss in ("hs", "hs+ns")))
+        negative = state.get("negative", inner.negative if inner.loss in ("ns", "hs+ns") else 0)
         self.ns_exponent = state.get("ns_exponent", inner.ns_exponent or 0.75)
         self._init_gensim_state(hs, negative, state.get("min_count", inner.min_count),
                                 state.get("max_final_vocab"), state.get("compute_loss", False),
@@ -753,7 +759,7 @@ class Word2Vec:
             min_count=max(1, int(settings.get("min_count") or 1)),
             max_vocab_size=settings.get("max_vocab_size"), sample=0.0,
             sg=int(settings.get("sg", 0)), cbow_mean=int(settings.get("cbow_mean", 1)),
-            loss=loss, **_ns_settings(loss, layer.negative if loss == "ns" else 0,
+            loss=loss, **_ns_settings(loss, int(settings.get("negative", 0)),
                                       settings.get("ns_exponent", 0.75)),
             alpha=settings.get("alpha", 0.025), min_alpha=settings.get("min_alpha", 0.0001),
             epochs=int(settings.get("epochs", 5)), workers=int(settings.get("workers", 3)),

@@ -10,7 +10,7 @@ from typing import Iterable, List
 
 import numpy as np
 
-from .errors import ModelFileError, UnsupportedArgument
+from .errors import ModelFileError
 from .layers import layer_class
 from .tree import Tree
 from .trees.huffman import build_huffman
@@ -121,10 +121,6 @@ def from_gensim(model, fname: str):
     settings["lifecycle_events"] = json.loads(json.dumps(
         list(getattr(model, "lifecycle_events", None) or []), default=str))
     hs, negative = int(getattr(model, "hs", 0)), int(getattr(model, "negative", 0))
-    if hs and negative:
-        raise UnsupportedArgument(
-            f"{fname} is a gensim model trained with hs=1 and negative={negative} (both output "
-            f"layers); semhuff.gensim trains one: load it with gensim.models.Word2Vec.load")
     wv = model.wv
     words = list(wv.index_to_key)
     if not words:
@@ -133,17 +129,22 @@ def from_gensim(model, fname: str):
     total = settings.get("corpus_total_words") or int(counts.sum())
     vocab = Vocab(words, counts, int(total), max(1, int(settings.get("min_count") or 1)))
     syn0 = np.ascontiguousarray(wv.vectors, dtype=np.float32)
-    if negative:
-        layer = layer_class("ns")(negative, float(settings.get("ns_exponent", 0.75)))
+    exponent = float(settings.get("ns_exponent", 0.75))
+    if negative and not hs:
+        layer = layer_class("ns")(negative, exponent)
         layer.set_noise(counts)
         layer.weights = np.ascontiguousarray(model.syn1neg, dtype=np.float32)
+        return settings, vocab, syn0, layer
+    if "code" in wv.expandos and "point" in wv.expandos:
+        tree = tree_from_paths([wv.get_vecattr(i, "point") for i in range(len(words))],
+                               [wv.get_vecattr(i, "code") for i in range(len(words))])
+    else:  # gensim builds its tree from the counts in the same merge order
+        tree = huffman_tree(counts)
+    if negative:  # both output layers (hs=1, negative>0)
+        layer = layer_class("hs+ns")(tree, negative=negative, exponent=exponent)
+        layer.noise.set_noise(counts)
+        layer.noise.weights = np.ascontiguousarray(model.syn1neg, dtype=np.float32)
     else:
-        if "code" in wv.expandos and "point" in wv.expandos:
-            tree = tree_from_paths([wv.get_vecattr(i, "point") for i in range(len(words))],
-                                   [wv.get_vecattr(i, "code") for i in range(len(words))])
-        else:  # gensim builds its tree from the counts in the same merge order
-            tree = huffman_tree(counts)
         layer = layer_class("hs")(tree)
-        layer.weights = np.ascontiguousarray(model.syn1[:max(len(words) - 1, 1)],
-                                             dtype=np.float32)
+    layer.weights = np.ascontiguousarray(model.syn1[:max(len(words) - 1, 1)], dtype=np.float32)
     return settings, vocab, syn0, layer

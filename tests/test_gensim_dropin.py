@@ -175,7 +175,6 @@ def test_defaults_and_switches_mean_what_they_mean_in_gensim():
 
 
 @pytest.mark.parametrize("kwargs,error,message", [
-    (dict(hs=1), UnsupportedArgument, "hs=1 together with negative=5"),
     (dict(hs=0, negative=0), ValueError, "You must set either 'hs' or 'negative'"),
     (dict(hashfxn=lambda s: 1), UnsupportedArgument, "hashfxn"),
     (dict(null_word=1), UnsupportedArgument, "null_word=1"),
@@ -606,3 +605,37 @@ def test_a_locked_vector_is_refused_not_ignored():
     with pytest.raises(UnsupportedArgument, match="vectors_lockf"):
         model.train(common_texts, total_examples=model.corpus_count, epochs=1)
     np.testing.assert_array_equal(model.wv.vectors, before)
+
+
+def test_hs_and_negative_together_as_gensim(tmp_path, lee_path):
+    """hs=1 with negative>0: both output layers (semhuff's "hs+ns"), in gensim's shapes; a model
+    gensim trained that way loads with both layers, and predictions from its arrays are
+    gensim's own."""
+    ours = Word2Vec(corpus_file=lee_path, hs=1, negative=5, min_count=3, vector_size=16,
+                    epochs=2, workers=1)
+    assert ours.semhuff.loss == "hs+ns"
+    V = len(ours.wv)
+    assert ours.syn1.shape == ours.syn1neg.shape == (V, 16)
+    assert np.abs(ours.syn1[:V - 1]).max() > 0 and np.abs(ours.syn1neg).max() > 0
+    path = tmp_path / "ours.model"
+    ours.save(str(path))
+    back = Word2Vec.load(str(path))
+    assert (back.hs, back.negative) == (1, 5)
+    np.testing.assert_array_equal(back.syn1neg, ours.syn1neg)
+
+    theirs = gensim.models.Word2Vec(corpus_file=lee_path, hs=1, negative=5, min_count=3,
+                                    vector_size=16, epochs=2, workers=1, seed=2)
+    theirs.save(str(tmp_path / "theirs.model"))
+    loaded = Word2Vec.load(str(tmp_path / "theirs.model"))
+    assert loaded.semhuff.loss == "hs+ns"
+    np.testing.assert_array_equal(loaded.syn1neg, theirs.syn1neg)
+    np.testing.assert_array_equal(loaded.syn1[:V - 1], theirs.syn1[:V - 1])
+    context = ["government", "minister"]
+    want = theirs.predict_output_word(context, topn=5)  # gensim: softmax over syn1neg
+    got = loaded.predict_output_word(context, topn=5)
+    assert [w for w, _ in got] == [w for w, _ in want]
+    np.testing.assert_allclose([p for _, p in got], [p for _, p in want], rtol=1e-4)
+    # gensim's score() reads syn1 through its own tree: the same per-sentence log probabilities
+    # up to gensim's sigmoid table (its terms beyond +-6 are skipped, semhuff's exact)
+    sentences = [["the", "government", "said"], ["police", "are", "searching"]]
+    np.testing.assert_allclose(loaded.score(sentences), theirs.score(sentences), rtol=0.05)

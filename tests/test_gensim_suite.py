@@ -39,15 +39,12 @@ globals().update({{k: v for k, v in vars(_gensim_word2vec).items() if not k.star
 from semhuff.gensim import Word2Vec  # noqa: E402,F401
 '''
 
-HS_AND_NS = ("hs=1 with negative>0 (both output layers on the same input vectors): refused "
-             "with UnsupportedArgument (issue 23: out of this drop-in's scope for now)")
 #: test name -> why it fails against semhuff.gensim
 EXPECTED_FAILURES = {
-    "test_train_hs_and_neg": HS_AND_NS,
-    "test_compute_training_loss": HS_AND_NS,
-    "test_locking": HS_AND_NS + "; and wv.vectors_lockf locking is not implemented (refused)",
-    "test_persistence_backwards_compatible": "its gensim 3.8 model was trained with hs=1 and "
-                                             "negative=5: " + HS_AND_NS,
+    "test_locking": "wv.vectors_lockf locking is not implemented (refused at train())",
+    "test_persistence_backwards_compatible": "the gensim 3.8 model loads (both output layers), "
+                                             "but its score(['test']) is a list of strings, "
+                                             "refused as in test_build_vocab_warning",
     "test_build_vocab_warning": "a list of strings is refused with a CorpusError saying that "
                                 "sentences are lists of tokens (gensim warns, counts characters)",
     "test_predict_output_word": "semhuff answers for hierarchical softmax too (the exact "
