@@ -256,6 +256,21 @@ def open_npz(path, what: str = "semhuff model file", error=None):
                     f"{str(exc)[:120]})") from None
 
 
+# How a model file (``Word2Vec.save``) keeps its vocabulary and its output layer's arrays: read
+# here too by the readers that need no model (vectors_io, tree.load_tree_file).
+MODEL_LAYER_PREFIX = "layer."
+
+
+def pack_words(words) -> np.ndarray:
+    """Words as one UTF-8 byte array, newline-separated (how model files keep them)."""
+    return np.frombuffer("\n".join(words).encode("utf-8"), dtype=np.uint8)
+
+
+def unpack_words(blob: np.ndarray) -> list:
+    text = blob.tobytes().decode("utf-8")
+    return text.split("\n") if text else []
+
+
 def json_safe(value):
     """``value`` with NaN and infinities as None (null): strict JSON has no such numbers."""
     if isinstance(value, float) and not math.isfinite(value):

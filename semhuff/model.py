@@ -20,12 +20,13 @@ from .devices import check_device_options, check_layer_device, make_device, scor
 from .errors import (CorpusError, ModelFileError, OptionError, SemhuffError, TrainingDiverged,
                      VectorsError)
 from .hooks import Hook
-from .io_utils import atomic_output, open_npz
+from .io_utils import MODEL_LAYER_PREFIX, atomic_output, open_npz, pack_words, unpack_words
 from .layers import OutputLayer, check_layer_settings, layer_class, layer_from_state
 from .scoring import ScoreReport, score
 from .trainer import TrainReport, TrainSettings, train
 from .tree import Tree
-from .vectors_io import pack_words, resolve_format, unpack_words, save_keyed_vectors, save_word2vec_binary, to_keyed_vectors
+from .vectors_io import (resolve_format, save_keyed_vectors, save_word2vec_binary,
+                         to_keyed_vectors)
 from .vocab import Vocab, check_sample
 from .wording import counted
 
@@ -34,7 +35,7 @@ logger = logging.getLogger(__name__)
 MODEL_FORMAT_VERSION = 2
 MAX_SEED = 2 ** 32 - 1
 MAX_SENSIBLE_ALPHA = 0.5  # a warning from here (0.025 is word2vec's; on lee 0.5 failed, 0.25 not)
-_LAYER_PREFIX = "layer."
+_LAYER_PREFIX = MODEL_LAYER_PREFIX
 
 
 def default_workers() -> int:

@@ -25,7 +25,7 @@ import numba
 import numpy as np
 
 from .errors import TreeError
-from .io_utils import open_npz
+from .io_utils import MODEL_LAYER_PREFIX, open_npz, unpack_words
 from .vocab import Vocab
 
 
@@ -193,7 +193,7 @@ def load_tree_file(path: str, vocab_path: Optional[str] = None) -> Tuple[Tree, O
     try:
         with open_npz(path, "tree file (or model file)", TreeError) as data:
             if "tree_parent" not in data.files and "meta" in data.files:
-                tree, vocab = _model_tree(path)
+                tree, vocab = _model_tree(data, path)
             else:
                 tree = Tree.from_arrays(data)
                 vocab = None
@@ -210,12 +210,13 @@ def load_tree_file(path: str, vocab_path: Optional[str] = None) -> Tuple[Tree, O
     return tree, vocab
 
 
-def _model_tree(path: str) -> Tuple[Tree, Vocab]:
-    """The tree of a saved model's output layer, with the model's vocabulary."""
-    from .model import Word2Vec  # here: the model module imports this one
-    model = Word2Vec.load(path, progress=False)
-    tree = getattr(model.layer, "tree", None)
-    if not isinstance(tree, Tree):
-        raise TreeError(f"{path} is a model whose output layer ({model.layer.describe()}) has "
-                        f"no tree")
-    return tree, model.vocab
+def _model_tree(data, path: str) -> Tuple[Tree, Vocab]:
+    """The tree of a saved model's output layer (its arrays under ``MODEL_LAYER_PREFIX``), with
+    the model's vocabulary; read from the file, so this module needs no model."""
+    n = len(MODEL_LAYER_PREFIX)
+    layer = {k[n:]: data[k] for k in data.files if k.startswith(MODEL_LAYER_PREFIX)}
+    if "tree_parent" not in layer:
+        raise TreeError(f"{path} is a model whose output layer has no tree")
+    counts = data["vocab_counts"]
+    return (Tree.from_arrays(layer),
+            Vocab(unpack_words(data["vocab_words"]), counts, int(counts.sum())))

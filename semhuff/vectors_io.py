@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple
 import numpy as np
 
 from .errors import OptionError, VectorsError
-from .io_utils import atomic_output, atomic_path, open_npz
+from .io_utils import atomic_output, atomic_path, open_npz, pack_words, unpack_words  # noqa: F401
 
 if TYPE_CHECKING:
     from gensim.models import KeyedVectors
@@ -202,16 +202,6 @@ def load_vectors(source, fmt: str = "auto") -> "KeyedVectors":
     """Any vectors file (semhuff model, gensim KeyedVectors, word2vec text or binary; told apart
     by content) -> gensim ``KeyedVectors``."""
     return read_vectors(source, fmt)[0]
-
-
-def pack_words(words: Sequence[str]) -> np.ndarray:
-    """Words as one UTF-8 byte array, newline-separated (how model files keep them)."""
-    return np.frombuffer("\n".join(words).encode("utf-8"), dtype=np.uint8)
-
-
-def unpack_words(blob: np.ndarray) -> List[str]:
-    text = blob.tobytes().decode("utf-8")
-    return text.split("\n") if text else []
 
 
 def _model_file_vectors(path: str):
