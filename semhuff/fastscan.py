@@ -19,7 +19,6 @@ to the same replacement string. So does a token of more than ``corpus._MAX_TOKEN
 """
 from __future__ import annotations
 
-import ctypes
 import functools
 import logging
 import os
@@ -885,18 +884,6 @@ def _tokenised_chunks(corpus: Corpus, words: List[str], chunk_words: int) -> Ite
                 k = nb = raw = 0
     if raw:
         yield Chunk(ids[:k].copy(), bounds[:nb].copy(), raw)
-
-
-def release_freed_memory() -> None:
-    """Hand the pages the heap has free back to the OS (glibc's ``malloc_trim``; elsewhere
-    nothing): the scan's tables and lists grow, are freed, and their pages would otherwise stay
-    counted in the process's memory under the weights allocated next (17 MiB after scanning the
-    shared corpus at min_count 1, issue 23)."""
-    try:
-        trim = ctypes.CDLL(None).malloc_trim
-    except (OSError, AttributeError):
-        return
-    trim(0)
 
 
 # -- which files take this path --------------------------------------------------------------------

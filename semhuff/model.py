@@ -10,7 +10,7 @@ from typing import List, Optional, Sequence, Union
 import numpy as np
 
 from . import checkpoint as checkpoint_file
-from . import fastscan
+from . import memory
 from . import health
 from .corpus import DEFAULT_MAX_SENTENCE_LENGTH, Corpus, as_corpus, is_one_shot, is_url
 from .distributed import DaskRunner
@@ -188,7 +188,7 @@ class Word2Vec:
                                 self.max_final_vocab, progress=bar.update, workers=self.workers)
         finally:
             bar.close()
-        fastscan.release_freed_memory()  # the scan's freed tables: before the weights come
+        memory.release_freed_memory()  # the scan's freed tables: before the weights come
         stats = getattr(corpus, "stats", None)
         if stats is not None and stats.invalid_utf8:
             logger.warning("%d invalid UTF-8 sequences were replaced by U+FFFD", stats.invalid_utf8)

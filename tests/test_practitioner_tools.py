@@ -374,3 +374,35 @@ def test_the_scans_recording_waits_in_a_file_not_in_memory(tmp_path, lee_path, m
                 np.testing.assert_array_equal(a.ids, b.ids)
                 np.testing.assert_array_equal(a.bounds, b.bounds)
                 assert a.raw_tokens == b.raw_tokens
+
+
+_HEAP_PROBE = """
+import sys, numpy as np
+from semhuff.memory import return_large_blocks
+fixed = return_large_blocks() if sys.argv[1] == "fixed" else None
+def rss():
+    return int(open("/proc/self/statm").read().split()[1]) * 4096
+big = np.ones(2 << 20)  # 16 MB, freed: glibc's threshold would rise to 16 MB
+del big
+block = np.ones(1 << 19)  # 4 MB, every page written
+before = rss()
+del block
+print(fixed, before - rss())
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's allocator")
+def test_freed_large_temporaries_go_back_to_the_os():
+    """semhuff-train fixes glibc's mmap threshold (semhuff.memory): a 4 MB temporary freed
+    after a larger block was freed leaves the process's memory; without it, it stays."""
+    got = {}
+    for mode in ("fixed", "default"):
+        done = subprocess.run([sys.executable, "-c", _HEAP_PROBE, mode], capture_output=True,
+                              text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        took, freed = done.stdout.split()
+        got[mode] = (took, int(freed))
+    if got["fixed"][0] != "True":
+        pytest.skip("not glibc: mallopt refused")
+    assert got["fixed"][1] >= 3 << 20
+    assert got["default"][1] < 1 << 20
