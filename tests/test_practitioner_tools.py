@@ -406,3 +406,22 @@ def test_freed_large_temporaries_go_back_to_the_os():
         pytest.skip("not glibc: mallopt refused")
     assert got["fixed"][1] >= 3 << 20
     assert got["default"][1] < 1 << 20
+
+
+def test_the_divergence_check_allocates_no_mask():
+    """health's finite check: the answer of np.isfinite(a).all() for NaN and infinities
+    anywhere, without the V x dim mask it allocated at the run's peak."""
+    import tracemalloc
+    from semhuff.health import _all_finite
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((2000, 100)).astype(np.float32)
+    tracemalloc.start()
+    assert _all_finite(a)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < a.nbytes // 100  # np.isfinite(a) alone: a.nbytes // 4
+    for value in (np.nan, np.inf, -np.inf):
+        for at in ((0, 0), (1999, 99), (777, 3)):
+            b = a.copy()
+            b[at] = value
+            assert _all_finite(b) == bool(np.isfinite(b).all()) is False
