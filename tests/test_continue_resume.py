@@ -10,65 +10,24 @@
 import json
 import shutil
 
-import numba
 import numpy as np
 import pytest
 
+import alpha_recorder
+from test_checkpoint import Crash
 import semhuff.model
 import semhuff.trainer
 from semhuff import Word2Vec
 from semhuff.checkpoint import read_state
 from semhuff.cli.train import main as train_main
 from semhuff.errors import CheckpointError
-from semhuff.hooks import Hook
-from semhuff.layers import OutputLayer, register_output_layer
 from semhuff.trainer import ChunkStats, TrainReport, record_chunk
 from semhuff.training_report import report_dict
 
 ALPHA, MIN_ALPHA = 0.05, 0.002
 
 
-# -- a plugin layer that records the rate of every prediction -------------------------------------
-
-@numba.njit(nogil=True)
-def _record_alpha_body(h, w, weights, larg, alpha, err, state):
-    rates, count = larg
-    i = count[0]
-    if i < rates.shape[0]:
-        rates[i] = alpha
-    count[0] = i + 1
-    for d in range(err.shape[0]):
-        err[d] = 0.0
-    return 0.0, state
-
-
-@register_output_layer("alpha-recorder-continue-test")
-class AlphaRecorder(OutputLayer):
-    CAPACITY = 400_000
-
-    def n_rows(self, n_words):
-        return 1
-
-    def allocate(self, n_words, dim):
-        super().allocate(n_words, dim)
-        self.reset()
-
-    def load_arrays(self, arrays):  # a loaded model records afresh
-        super().load_arrays(arrays)
-        self.reset()
-
-    def reset(self):
-        self.rates = np.full(self.CAPACITY, np.nan, np.float32)
-        self.count = np.zeros(1, np.int64)
-
-    def kernel_args(self):
-        return (self.rates, self.count)
-
-    def custom_body(self):
-        return _record_alpha_body
-
-
-RECORDER = dict(loss="alpha-recorder-continue-test", sg=0, sample=0, alpha=ALPHA,
+RECORDER = dict(loss=alpha_recorder.NAME, sg=0, sample=0, alpha=ALPHA,
                 min_alpha=MIN_ALPHA, vector_size=4, min_count=2, window=2, workers=1,
                 chunk_words=1_000, progress=False)
 
@@ -208,15 +167,6 @@ SMALL = dict(vector_size=16, min_count=3, epochs=2, workers=1, seed=3, progress=
              chunk_words=2000)
 
 
-class Crash(Hook):
-    every_words = 1
-
-    def __init__(self, at):
-        self.at = at
-
-    def on_words(self, context):
-        if context.words_done >= self.at:
-            raise KeyboardInterrupt
 
 
 def _killed(tmp_path, corpus, at=10_000):

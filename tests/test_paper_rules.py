@@ -14,15 +14,15 @@ numbers), each pinned against a reference that shares no code with the library:
 """
 import math
 
-import numba
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
+import alpha_recorder
 from semhuff import Word2Vec
 from semhuff.corpus import Corpus
 from semhuff.hooks import HookContext
-from semhuff.layers import OutputLayer, SelfOrganizedHS, register_output_layer
+from semhuff.layers import SelfOrganizedHS
 from semhuff.layers.organizer import SelfOrganizer
 from semhuff.trees import make_tree
 from semhuff.trees.clusters import cluster_tree
@@ -295,40 +295,6 @@ def test_random_reassignments_keep_every_unchanged_split(seed):
 
 # -- 3. the learning rate the kernels see ----------------------------------------------------------
 
-@numba.njit(nogil=True)
-def _record_alpha_body(h, w, weights, larg, alpha, err, state):
-    """Records the rate of every prediction, in order; trains nothing."""
-    rates, count = larg
-    i = count[0]
-    if i < rates.shape[0]:
-        rates[i] = alpha
-    count[0] = i + 1
-    for d in range(err.shape[0]):
-        err[d] = 0.0
-    return 0.0, state
-
-
-@register_output_layer("alpha-recorder-test")
-class AlphaRecorder(OutputLayer):
-    """A plugin output layer whose body records the learning rate it is handed."""
-
-    CAPACITY = 1_000_000
-
-    def n_rows(self, n_words):
-        return 1
-
-    def allocate(self, n_words, dim):
-        super().allocate(n_words, dim)
-        self.rates = np.full(self.CAPACITY, np.nan, np.float32)
-        self.count = np.zeros(1, np.int64)
-
-    def kernel_args(self):
-        return (self.rates, self.count)
-
-    def custom_body(self):
-        return _record_alpha_body
-
-
 @pytest.fixture(scope="module")
 def lee_prefix(lee_path, tmp_path_factory):
     """lee's first 120 documents (about 23k words)."""
@@ -344,7 +310,7 @@ def test_learning_rate_falls_linearly_over_all_epochs_without_restarting(lee_pre
     epochs (word2vec's decay over epochs x words), to within one job's words; the rates never
     rise; the last is near min_alpha."""
     alpha, min_alpha, epochs, chunk_words = 0.05, 0.002, 4, 1_000
-    model = Word2Vec(lee_prefix, loss="alpha-recorder-test", sg=0, sample=0, alpha=alpha,
+    model = Word2Vec(lee_prefix, loss=alpha_recorder.NAME, sg=0, sample=0, alpha=alpha,
                      min_alpha=min_alpha, epochs=epochs, vector_size=4, min_count=2, window=2,
                      workers=1, chunk_words=chunk_words, progress=False)
     layer = model.layer
