@@ -44,28 +44,14 @@ LOW_KEEP_SHARE = 0.2     # down-sampling keeping less than this share of the wor
 
 def chance_loss(layer, counts, keep_prob) -> Optional[float]:
     """Loss per prediction (nats) of ``layer`` with all output weights zero, averaged over the
-    targets training sees (``counts`` x ``keep_prob``): negative sampling (1 + negative) ln 2,
-    hierarchical softmax over any tree the expected code length x ln 2 (``hs+ns``: their sum),
-    the two-level class softmax ln C + the expected ln |cluster|. None for a layer of another
-    kind (no check)."""
-    ln2 = math.log(2.0)
+    targets training sees (``counts`` x ``keep_prob``): the layer's own ``untrained_loss``
+    (negative sampling (1 + negative) ln 2, hierarchical softmax over any tree the expected code
+    length x ln 2, ``hs+ns`` their sum, the two-level class softmax ln C + the expected
+    ln |cluster|). None when the layer does not say (no check)."""
     weight = np.asarray(counts, np.float64) * np.asarray(keep_prob, np.float64)
     if weight.sum() <= 0:
         return None
-    weight = weight / weight.sum()
-    parts = []
-    for part in (layer, getattr(layer, "noise", None)):  # hs+ns: its noise layer beside it
-        tree, negative = getattr(part, "tree", None), getattr(part, "negative", None)
-        if tree is not None and getattr(tree, "lengths", None) is not None:
-            parts.append(float(weight @ np.asarray(tree.lengths, np.float64)) * ln2)
-        elif isinstance(negative, (int, np.integer)) and not isinstance(negative, bool):
-            parts.append((1 + int(negative)) * ln2)
-    organizer = getattr(layer, "organizer", None)
-    if not parts and organizer is not None and organizer.cluster_of is not None:
-        sizes = np.bincount(organizer.cluster_of, minlength=organizer.n_clusters)
-        parts.append(math.log(organizer.n_clusters) + float(
-            weight @ np.log(sizes[organizer.cluster_of].astype(np.float64))))
-    return sum(parts) if parts else None
+    return layer.untrained_loss(weight / weight.sum())
 
 
 def check_epoch(loss_per_prediction: float, chance: Optional[float], epoch: int, alpha: float,

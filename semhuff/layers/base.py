@@ -162,6 +162,12 @@ class OutputLayer:
         if "word_stats" in arrays:
             self.word_stats = np.ascontiguousarray(arrays["word_stats"], dtype=np.float64)
 
+    def untrained_loss(self, weight: np.ndarray) -> Optional[float]:
+        """Loss per prediction (nats) of this layer with every output weight zero, averaged over
+        target words with the shares ``weight`` (summing to 1): the line ``semhuff.health``
+        measures a failed run against. None: not known (no such check)."""
+        return None
+
     # -- training time ---------------------------------------------------------------------------
     def hooks(self) -> List:
         """Hooks (``semhuff.hooks.Hook``) the layer needs while training."""

@@ -126,6 +126,14 @@ class ClassSoftmax(ClusterDiagnostics, OutputLayer):
     def cluster_assignment(self) -> np.ndarray:
         return self.organizer.cluster_of
 
+    def untrained_loss(self, weight):
+        """Uniform over the clusters, then over the target's cluster: ln C + ln |cluster|."""
+        o = self.organizer
+        if o.cluster_of is None:
+            return None
+        sizes = np.bincount(o.cluster_of, minlength=o.n_clusters)
+        return float(np.log(o.n_clusters) + weight @ np.log(sizes[o.cluster_of].astype(np.float64)))
+
     def describe(self):
         how = {"self-organized": f"self-organized (re-assigned {self.organizer.describe_every()})",
                "frequency": "frequency-binned", "random": "random"}[self.clustering]

@@ -170,6 +170,10 @@ class HierarchicalSoftmax(OutputLayer):
         layer.load_arrays(arrays)
         return layer
 
+    def untrained_loss(self, weight):
+        """Every node's decision at 1/2: ln 2 per node of the target's path."""
+        return float(weight @ self.tree.lengths.astype(np.float64)) * np.log(2.0)
+
     def describe(self):
         return (f"hierarchical softmax over a {self.tree.kind} tree (max depth "
                 f"{self.tree.max_depth}, {self.order} order)")

@@ -81,5 +81,8 @@ class HierarchicalSoftmaxAndNegative(HierarchicalSoftmax):
         super().load_arrays(arrays)
         self.noise.load_arrays({k[3:]: v for k, v in arrays.items() if k.startswith("ns_")})
 
+    def untrained_loss(self, weight):
+        return super().untrained_loss(weight) + self.noise.untrained_loss(weight)
+
     def describe(self):
         return (f"{super().describe()} and negative sampling ({self.noise.negative} noise words)")

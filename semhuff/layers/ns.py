@@ -77,5 +77,9 @@ class NegativeSampling(OutputLayer):
         self.alias_thr = np.ascontiguousarray(arrays["alias_thr"], dtype=np.uint32)
         self.alias_idx = np.ascontiguousarray(arrays["alias_idx"], dtype=np.int32)
 
+    def untrained_loss(self, weight):
+        """The target's and each noise word's decision at 1/2."""
+        return (1 + self.negative) * float(np.log(2.0))
+
     def describe(self):
         return f"negative sampling ({self.negative} noise words, unigram^{self.exponent:g})"
