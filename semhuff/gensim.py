@@ -58,7 +58,7 @@ from .gensim_support import (cum_table, from_gensim, hs_log_probs, huffman_tree,
 from .hooks import Hook
 from .layers import layer_class
 from .vectors_io import to_keyed_vectors
-from .vocab import Vocab, gensim_sample_fraction, no_word_kept
+from .vocab import Vocab, gensim_sample_fraction, keep_probability, no_word_kept
 
 logger = logging.getLogger(__name__)
 
@@ -119,22 +119,13 @@ def _check_not_strings(corpus_iterable) -> None:
 
 
 def _downsampling(kept: dict, sample, retain_total: int) -> dict:
-    """gensim's estimate of what down-sampling leaves, for ``prepare_vocab``'s report."""
-    if not sample:
-        threshold = retain_total
-    elif sample < 1.0:
-        threshold = sample * retain_total
-    else:
-        threshold = int(sample * (3 + np.sqrt(5)) / 2)
-    unique, total = 0, 0.0
-    for count in kept.values():
-        keep = (np.sqrt(count / threshold) + 1) * (threshold / count) if threshold else 1.0
-        if keep < 1.0:
-            unique += 1
-            total += keep * count
-        else:
-            total += count
-    return {"downsample_unique": unique, "downsample_total": int(total)}
+    """gensim's estimate of what down-sampling leaves, for ``prepare_vocab``'s report: the
+    words it thins and the tokens it keeps, by the keep probabilities training uses."""
+    counts = np.fromiter(kept.values(), np.float64, len(kept))
+    fraction = gensim_sample_fraction(sample or 0.0, retain_total)
+    keep = keep_probability(counts, fraction * retain_total) if fraction else np.ones_like(counts)
+    return {"downsample_unique": int((keep < 1.0).sum()),
+            "downsample_total": int((keep * counts).sum())}
 
 
 def _call_on_class_only(*args, **kwargs):

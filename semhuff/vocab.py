@@ -83,6 +83,13 @@ def gensim_sample_fraction(sample: float, retained_tokens: int) -> float:
     return threshold / retained_tokens if threshold < retained_tokens else 0.0
 
 
+def keep_probability(counts, threshold: float) -> np.ndarray:
+    """word2vec's down-sampling: a word of count c is kept with probability
+    (sqrt(c / t) + 1) * t / c, capped at 1, for a threshold of t tokens."""
+    counts = np.asarray(counts, dtype=np.float64)
+    return np.minimum((np.sqrt(counts / threshold) + 1.0) * (threshold / counts), 1.0)
+
+
 def check_max_final_vocab(max_final_vocab: Optional[int]) -> None:
     """``max_final_vocab`` keeps the N most frequent words: N = 0 keeps none, an error of its
     own (it used to read "no word reaches min_count=5 ...", issue 23.7). gensim accepts 0 and
@@ -215,12 +222,9 @@ class Vocab:
         ``sample`` is word2vec.c's fraction only (usual: 1e-5 .. 1e-2): gensim's other reading
         of ``sample >= 1`` as a count is ``gensim_sample_fraction``'s, for the drop-in alone."""
         check_sample(sample)
-        counts = self.counts.astype(np.float64)
         if sample == 0:
-            return np.ones(len(counts))
-        threshold = sample * self.retained_tokens
-        prob = (np.sqrt(counts / threshold) + 1.0) * (threshold / counts)
-        return np.minimum(prob, 1.0)
+            return np.ones(len(self.counts))
+        return keep_probability(self.counts, sample * self.retained_tokens)
 
     def keep_thresholds(self, sample: float) -> np.ndarray:
         """``keep_probabilities`` as uint32 thresholds against a uniform 32-bit random number,
