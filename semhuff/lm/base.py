@@ -66,6 +66,11 @@ class OutputLayer(nn.Module):
         """A fixed layer has nothing to do after an optimizer step."""
         return None
 
+    def cluster_log_prob(self, h: torch.Tensor, target: torch.Tensor) -> Optional[torch.Tensor]:
+        """log P(c(w) | h) of each target for a layer with clusters (the cluster and in-cluster
+        perplexities of the held-out report); None for a layer without."""
+        return None
+
     def describe(self) -> str:  # pragma: no cover - every layer overrides it
         return type(self).__name__
 

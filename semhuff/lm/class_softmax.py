@@ -117,6 +117,9 @@ class ClassSoftmax(OutputLayer):
         so that the words' probabilities sum to 1."""
         return torch.log_softmax(logits.masked_fill(self.empty, -math.inf), dim=1)
 
+    def cluster_log_prob(self, h, target):
+        return self.parts(h, target)[1]
+
     def parts(self, h, target) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """(the cluster logits (N, C), log P(c(w) | h) (N,), log P(w | c(w), h) (N,))."""
         hc, hw = self._project(h)

@@ -72,6 +72,9 @@ class AdaptiveSoftmax(nn.AdaptiveLogSoftmaxWithLoss):
     def after_step(self, optimizer=None):
         return None
 
+    def cluster_log_prob(self, h, target):
+        return None  # its head's classes are not the clusters the report means
+
     def describe(self) -> str:
         return (f"adaptive softmax over {self.n_classes:,} words, cutoffs {self.cutoffs[:-1]}, "
                 f"div_value {self.div_value:g} ({self.in_features} inputs)")

@@ -323,6 +323,15 @@ class SelfOrganizingSoftmax(OutputLayer):
         self._lam_for = None
         self.sums.zero_()
 
+    def cluster_log_prob(self, h, target):
+        """The two-level form's cluster part, or the binary form's path down to the cluster."""
+        if self.form == "two-level":
+            return self.body.parts(h, target)[1]
+        nodes, _ = self.body.path_log_probs(h, target)
+        top = torch.arange(nodes.shape[1], device=nodes.device) < \
+            self.cluster_depth[target].unsqueeze(1)
+        return torch.where(top, nodes, 0).sum(dim=1)
+
     def describe(self) -> str:
         frozen = f", frozen after {self.freeze_after:,} steps" if self.freeze_after else ""
         o = self.organizer

@@ -123,23 +123,6 @@ class LMReport:
                 f"{1e3 * last.output_seconds / max(last.tokens, 1) * 1e3:.1f} ms per 1k tokens")
 
 
-def cluster_log_prob(layer, h: torch.Tensor, target: torch.Tensor) -> Optional[torch.Tensor]:
-    """log P(c(w) | h) of each target for a clustered layer (class softmax, self-organizing
-    forms), None for the others."""
-    from .class_softmax import ClassSoftmax
-    from .self_organizing import SelfOrganizingSoftmax
-    if isinstance(layer, ClassSoftmax):
-        return layer.parts(h, target)[1]
-    if isinstance(layer, SelfOrganizingSoftmax):
-        if layer.form == "two-level":
-            return layer.body.parts(h, target)[1]
-        nodes, _ = layer.body.path_log_probs(h, target)
-        top = torch.arange(nodes.shape[1], device=nodes.device) < \
-            layer.cluster_depth[target].unsqueeze(1)
-        return torch.where(top, nodes, 0).sum(dim=1)
-    return None
-
-
 def build_model(data: LMData, s: LMSettings) -> LSTMLanguageModel:
     torch.manual_seed(s.seed)
     options = dict(s.layer_options)
@@ -180,7 +163,7 @@ def evaluate(model: LSTMLanguageModel, ids: np.ndarray, batch: int = 10, bptt: i
         h = out.reshape(-1, out.shape[-1])
         target = y.reshape(-1)
         nll -= float(model.output(h, target).output.double().sum())
-        part = cluster_log_prob(model.output, h, target)
+        part = model.output.cluster_log_prob(h, target)
         clustered = part is not None
         if clustered:
             cluster_nll -= float(part.double().sum())
