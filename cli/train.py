@@ -21,6 +21,7 @@ from semhuff.errors import OptionError, TreeError
 from semhuff.io_utils import check_writable, is_stdout
 from semhuff.layers import OUTPUT_LAYERS, declared_layer_options, layer_class
 from semhuff.options import add_option_flags, parse_assignments
+from semhuff.lean_numba import skip_blas_probe
 from semhuff.memory import return_large_blocks
 from semhuff.model import Word2Vec, default_workers
 from semhuff.numba_cache import compile_seconds
@@ -126,6 +127,7 @@ def resolve_corpus(paths: List[str]) -> List[str]:
 def main(argv: Optional[List[str]] = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     return_large_blocks()  # large temporaries go back to the OS when freed (semhuff.memory)
+    skip_blas_probe()  # no kernel calls BLAS: Numba's start skips scipy.linalg (semhuff.lean_numba)
     return cli_main(PROG, build_parser, lambda args: _run(args, given_options(build_parser, argv)),
                     argv)
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 from typing import Dict
 
 import numpy as np
-from scipy import sparse
 
 from ..errors import OptionError, TreeError
 from ..gpu.programs import BinaryOutputs
@@ -151,6 +150,7 @@ class HierarchicalSoftmax(OutputLayer):
     def row_updates(self, trained, counts):
         """Each inner node is updated once per prediction of every word below it."""
         if self._paths is None or self._paths[0] is not self.tree:
+            from scipy import sparse  # here: only Dask asks, and a training run need not import it
             t = self.tree
             words = np.repeat(np.arange(t.n_words), t.lengths)
             nodes = t.points[np.arange(t.points.shape[1]) < t.lengths[:, None]]
