@@ -61,9 +61,11 @@ class HierarchicalSoftmax(OutputLayer):
     HOT_ROWS_LARGE = 1024
     LARGE_WORDS = 16_000_000
     HOT_MERGE = "average"
-    # the largest table of mapped paths a thread gets (thread_args): 64 MiB holds the paths of
-    # 400k words 40 deep (the shared corpus's 56k words, 22 deep: 5 MB)
-    THREAD_PATH_BYTES = 64 << 20
+    # the largest table of mapped paths a thread gets (thread_args): 8 MiB holds the paths of
+    # 80k words 25 deep (the shared corpus at min_count 5: 56k words, 22 deep, 5 MB). Past it
+    # the kernel maps each centre's path: 4% slower, but a large vocabulary's tables were the
+    # largest memory cost after the weights (146k words at min_count 1: 15 MiB a thread; issue 23)
+    THREAD_PATH_BYTES = 8 << 20
 
     def hot_row_count(self, total_words):
         return self.HOT_ROWS_LARGE if total_words >= self.LARGE_WORDS else self.HOT_ROWS
