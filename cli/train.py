@@ -56,6 +56,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="pretrained vectors (any format semhuff reads, same --dim): the words "
                         "they share with the vocabulary start from them and keep training, the "
                         "others at random")
+    p.add_argument("--freeze-init-vectors", action="store_true",
+                   help="with --init-vectors: the words taken from the file keep its vectors "
+                        "exactly (lock factor 0, gensim's intersect_word2vec_format default); "
+                        "the other words train (CPU only)")
     g = p.add_argument_group("model")
     g.add_argument("--dim", "--size", "--vector-size", dest="dim", type=int, default=100, help="vector dimension")
     g.add_argument("--window", type=int, default=5, help="maximum context half-width")
@@ -152,6 +156,8 @@ def _run(args, given=frozenset()) -> int:
         other = "--resume" if args.resume else "--init-model"
         raise OptionError(f"--init-vectors starts a new model; {other} continues one whose "
                           f"vectors are trained already")
+    if args.freeze_init_vectors and not args.init_vectors:
+        raise OptionError("--freeze-init-vectors goes with --init-vectors (the vectors to freeze)")
     if args.resume:
         model = resume_run(args, given, corpus, progress)
     elif args.init_model:
@@ -167,7 +173,8 @@ def _run(args, given=frozenset()) -> int:
                          workers=args.workers, seed=args.seed, device=args.device,
                          backend=backend, device_options=device_options,
                          max_sentence_length=args.max_sentence_length, progress=progress,
-                         dask=dask_training(args, given), init_vectors=args.init_vectors)
+                         dask=dask_training(args, given), init_vectors=args.init_vectors,
+                         init_vectors_lockf=0.0 if args.freeze_init_vectors else 1.0)
         if tree_file is None:
             model.build_vocab(corpus)
         else:
@@ -247,8 +254,9 @@ def _print_summary(model, report, args, fmt, seconds, setup_compile=0.0):
     print(f"model: {'skip-gram' if model.sg else 'CBOW'}, {model.layer.describe()}, "
           f"dim {model.vector_size}, window {model.window}", file=out)
     if getattr(model, "init_vectors_used", None) is not None:
+        kept = " and kept (frozen)" if getattr(args, "freeze_init_vectors", False) else ""
         print(f"init vectors: {model.init_vectors_used:,} of {len(model.vocab):,} words started "
-              f"from {args.init_vectors}, the others at random", file=out)
+              f"from {args.init_vectors}{kept}, the others at random", file=out)
     print(f"training: {report.summary()}", file=out)
     gpu = report.device_stats
     if gpu:

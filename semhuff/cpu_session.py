@@ -55,6 +55,8 @@ class Plan:
     total_words: int       # input words of the whole call, for the learning-rate decay
     cbow_mean: bool = True # CBOW: mean of the contexts (word2vec) or their sum (gensim cbow_mean=0)
     counts: Optional[np.ndarray] = None  # word counts: which output rows every thread writes
+    lockf: Optional[np.ndarray] = None  # float32 lock factor per word (gensim's vectors_lockf),
+                                        # every input update times it; None: nothing locked
 
     @property
     def schedule(self) -> Schedule:
@@ -126,6 +128,11 @@ class HotRows:
         self._start[t] = copies
         return t, self.maps[t]
 
+    def by_row(self, values: np.ndarray) -> np.ndarray:
+        """``values`` (one per shared row) for every row of ``weights``: a thread's copy of a
+        row gets that row's value."""
+        return np.concatenate([values, np.tile(values[self.rows], self.threads)])
+
     def end(self, t: int) -> None:
         """Merge thread token ``t``'s change since ``begin`` into the shared rows."""
         change = np.subtract(self._copies(t), self._start[t], out=self._start[t])
@@ -186,6 +193,7 @@ class CpuSession:
                          # contexts (with private output rows only; 0: none)
     HOT_INPUT_SHARE = None  # factor of a thread's change to them; None: 1 / workers (averaged:
                             # summing lost quality, docs/performance.md)
+    locks = True  # honours ``Plan.lockf`` (a session without this attribute: refused)
 
     def __init__(self, syn0: np.ndarray, layer, workers: int):
         self.syn0 = syn0
@@ -197,6 +205,7 @@ class CpuSession:
         self._plan: Optional[Plan] = None
         self._mapped: Dict[int, tuple] = {}  # thread token: (map, layer args, its thread args)
         self._same_rows = loop.NO_HOT
+        self._locks: tuple = (None, None, ())  # (plan.lockf, hot_in, the kernel's lock argument)
 
     def _thread_args(self, token: int, remap: np.ndarray, larg: tuple) -> tuple:
         """The layer's kernel arguments for the thread holding ``token`` (``thread_args``),
@@ -242,7 +251,25 @@ class CpuSession:
         dim, layer = self.syn0.shape[1], self.layer
         if score:
             return layer.score_kernel(plan.sg, dim, plan.cbow_mean)
-        return layer.train_kernel(plan.sg, dim, plan.cbow_mean, hot=self.hot is not None)
+        return layer.train_kernel(plan.sg, dim, plan.cbow_mean, hot=self.hot is not None,
+                                  lock=plan.lockf is not None)
+
+    def _lock_args(self, plan: Plan) -> tuple:
+        """The kernel's lock argument: () without locks, else the lock factor of every row of
+        the input array it gets. By row, not by word (decision): the bodies only see rows
+        (``hot_in`` sends a hot word to the thread's private copy) and the factor must follow
+        the word there; one array made per ``train()`` call, instead of a second context array
+        of words in every body."""
+        if plan.lockf is None:
+            return ()
+        if self._locks[0] is not plan.lockf or self._locks[1] is not self.hot_in:
+            lockf = np.ascontiguousarray(plan.lockf, dtype=np.float32)
+            if lockf.shape != (self.host_syn0.shape[0],):
+                raise OptionError(f"{len(lockf)} lock factors for {self.host_syn0.shape[0]} "
+                                  f"input vectors")
+            rows = lockf if self.hot_in is None else self.hot_in.by_row(lockf)
+            self._locks = (plan.lockf, self.hot_in, (rows,))
+        return self._locks[2]
 
     def warm_up(self, plan: Plan, score: bool = False) -> float:
         """Compile (or load from Numba's disk cache) the kernel; seconds it took (0 when it was
@@ -268,7 +295,8 @@ class CpuSession:
             larg = self.layer.kernel_args()
         fn(np.zeros(0, np.int32), np.zeros(0, np.int64), self.syn0, self.layer.weights,
            larg, self.layer.stats_array(), plan.keep_thr, 1,
-           plan.reduce_window, 0.0, 0.0, 0, 1, np.uint64(1), loop.NO_HOT, loop.NO_HOT)
+           plan.reduce_window, 0.0, 0.0, 0, 1, np.uint64(1), loop.NO_HOT, loop.NO_HOT,
+           *(() if score else self._lock_args(plan)))
         return time.perf_counter() - started
 
     def train_chunk(self, plan: Plan, chunk, words_before: int, seed: int):
@@ -277,15 +305,16 @@ class CpuSession:
         weights = self.layer.weights if hot is None else hot.weights
         syn0 = self.syn0 if hot_in is None else hot_in.weights
         larg, stats = self.layer.kernel_args(), self.layer.stats_array()
+        locks = self._lock_args(plan)
         token, remap = hot.begin() if hot is not None else (None, loop.NO_HOT)
         token_in, remap_in = hot_in.begin() if hot_in is not None else (None, self._same_rows)
         try:
             if hot is not None:
                 larg = self._thread_args(token, remap, larg)
-            check_separate(syn0, weights, stats, *larg)
+            check_separate(syn0, weights, stats, *larg, *locks)
             return fn(chunk.ids, chunk.bounds, syn0, weights, larg, stats, plan.keep_thr,
                       plan.window, plan.reduce_window, plan.alpha, plan.min_alpha, words_before,
-                      plan.total_words, np.uint64(seed), remap, remap_in)
+                      plan.total_words, np.uint64(seed), remap, remap_in, *locks)
         finally:
             if hot is not None:
                 hot.end(token)

@@ -30,8 +30,9 @@ What differs, on purpose:
   only), with the exact distribution P(w | context) the tree defines; ``score()`` gives exact
   float64 log probabilities (gensim skips the terms whose score is beyond +-6);
 * ``syn1`` is a read-only copy with gensim's shape (one row per word; semhuff's tree has one
-  fewer inner node, gensim's last row stays zero too); ``wv.vectors_lockf`` is there but only
-  its default (all 1) is honoured: training refuses a vector locked to anything else;
+  fewer inner node, gensim's last row stays zero too); ``wv.vectors_lockf`` is honoured with one
+  entry (all words) or one per word (gensim takes any length, modulo; others are refused), and
+  saved with the model;
 * sentences longer than 10,000 tokens are cut into pieces, never truncated (gensim drops the
   rest); a generator can be given to ``train()`` (semhuff caches the first pass), not to the
   constructor, which reads the corpus twice (gensim's ``TypeError``);
@@ -69,9 +70,9 @@ _NOT_PROVIDED = {
     "estimate_memory": "not implemented in semhuff",
     "make_cum_table": "semhuff's negative sampling draws noise words with an alias table",
     "create_binary_tree": "semhuff builds trees with semhuff.trees.make_tree",
-    "intersect_word2vec_format": "gensim 4 has it on model.wv (KeyedVectors; lockf=1.0 keeps "
-                                 "the vectors training, other locks are refused at train()); "
-                                 "or model.semhuff.intersect_vectors(path)",
+    "intersect_word2vec_format": "gensim 4 has it on model.wv (KeyedVectors: give "
+                                 "wv.vectors_lockf one entry per word first, as in gensim); "
+                                 "or model.semhuff.intersect_vectors(path, lockf=0.0)",
 }
 
 
@@ -421,6 +422,7 @@ class Word2Vec:
         model.vocab = vocab
         model._init_weights()
         self.sample = self.sample  # its fraction for this vocabulary
+        self._take_locks()  # gensim's vectors_lockf stays on wv through a new vocabulary
         self._kv = None
         return vocab
 
@@ -442,6 +444,7 @@ class Word2Vec:
         model.vocab, model.layer, model.syn0 = vocab, layer, syn0
         model._wv = None
         self.sample = self.sample
+        self._take_locks()  # (sized for the old words: the user resizes it, as in gensim)
         self._kv = None
 
     # -- training ----------------------------------------------------------------------------------
@@ -516,14 +519,26 @@ class Word2Vec:
             return max(1, round(total_examples * retained / self.corpus_count))
         return retained
 
+    def _take_locks(self) -> None:
+        """gensim's ``wv.vectors_lockf`` (the array ``wv`` holds now: gensim's users assign or
+        resize it) becomes the semhuff model's ``lockf``, which trains and saves it."""
+        if self._kv is not None:
+            self.semhuff.lockf = getattr(self._kv, "vectors_lockf", None)
+
     def _check_locks(self) -> None:
-        """gensim's ``wv.vectors_lockf``: semhuff's kernels update every vector fully, so a
-        lock other than 1 is refused rather than ignored."""
-        lockf = getattr(self._kv, "vectors_lockf", None) if self._kv is not None else None
-        if lockf is not None and not np.all(np.asarray(lockf) == 1.0):
-            raise UnsupportedArgument("semhuff.gensim.Word2Vec does not support wv.vectors_lockf "
-                                      "other than 1: semhuff's kernels update every vector "
-                                      "fully (locking vectors is not implemented)")
+        """gensim's ``wv.vectors_lockf``: one factor for all words or one per word, honoured;
+        gensim's kernels take any length (word i's factor at i modulo it), semhuff refuses
+        another length rather than guess."""
+        self._take_locks()
+        lockf = self.semhuff.lockf
+        if lockf is None:
+            return
+        lockf = np.asarray(lockf)
+        words = len(self.semhuff.vocab)
+        _refuse(lockf.ndim != 1 or len(lockf) not in (1, words),
+                f"wv.vectors_lockf of shape {lockf.shape}",
+                f"give one factor (all words) or one per word ({words}); after a vocabulary "
+                f"update, resize it as in gensim")
 
     def get_latest_training_loss(self) -> float:
         """The summed loss (negative log-likelihood, nats) of the last ``train()`` call so far;
@@ -542,8 +557,11 @@ class Word2Vec:
                 self._empty_kv = KeyedVectors(self.vector_size)
             return self._empty_kv
         if self._kv is None or self._kv.vectors is not model.syn0:
+            self._take_locks()  # the locks set on the one it replaces
             kv = to_keyed_vectors(model.vocab.words, model.vocab.counts, model.syn0, copy=False)
-            kv.vectors_lockf = np.ones(1, dtype=np.float32)  # gensim's default: nothing locked
+            # gensim's default is one 1 (nothing locked); the model's own factors if it has some
+            kv.vectors_lockf = (np.ones(1, dtype=np.float32) if model.lockf is None
+                                else model.lockf)
             tree = model.tree
             if tree is not None:  # each word's Huffman code and path, as gensim's vecattrs
                 codes, points = np.empty(len(kv), object), np.empty(len(kv), object)
@@ -569,6 +587,7 @@ class Word2Vec:
         model.syn0 = np.ascontiguousarray(kv.vectors, dtype=np.float32)
         model.layer = None
         model._wv = None
+        model.lockf = getattr(kv, "vectors_lockf", None)
         self.corpus_retained_words = None
         self._kv = kv if model.syn0 is kv.vectors else None
 
@@ -707,6 +726,7 @@ class Word2Vec:
         written."""
         self.add_lifecycle_event("saved", fname_or_handle=str(fname_or_handle))
         self.semhuff.annotations["gensim"] = {k: getattr(self, k, None) for k in self._SAVED}
+        self._take_locks()  # wv.vectors_lockf is saved as the model's lockf
         self.semhuff.save(fname_or_handle)
 
     @classmethod
@@ -742,7 +762,8 @@ class Word2Vec:
         pickle that is not a Word2Vec), then converted (``gensim_support.from_gensim``)."""
         from gensim.models import Word2Vec as GensimWord2Vec
 
-        settings, vocab, syn0, layer = from_gensim(GensimWord2Vec.load(fname, mmap=mmap), fname)
+        loaded = GensimWord2Vec.load(fname, mmap=mmap)
+        settings, vocab, syn0, layer = from_gensim(loaded, fname)
         self = cls.__new__(cls)
         loss = layer.name
         self.semhuff = _model.Word2Vec(
@@ -757,6 +778,9 @@ class Word2Vec:
             seed=int(settings.get("seed", 1)),
             shrink_windows=bool(settings.get("shrink_windows", True)), progress=False)
         self.semhuff.vocab, self.semhuff.syn0, self.semhuff.layer = vocab, syn0, layer
+        lockf = getattr(loaded.wv, "vectors_lockf", None)  # its locks, as gensim saved them
+        if lockf is not None and not np.all(np.asarray(lockf) == 1.0):
+            self.semhuff.lockf = np.array(lockf, dtype=np.float32)
         self.ns_exponent = settings.get("ns_exponent", 0.75)
         self._init_gensim_state(int(settings.get("hs", 0)), int(settings.get("negative", 0)),
                                 settings.get("min_count", 5), settings.get("max_final_vocab"),

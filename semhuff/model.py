@@ -86,7 +86,15 @@ class Word2Vec:
     while training (``semhuff.hooks``); ``word_stats`` has the kernels count predictions and
     nll per target word into ``model.layer.word_stats``. ``init_vectors`` (a vectors file or a
     ``KeyedVectors`` of dimension ``vector_size``): the words it shares with the vocabulary start
-    from its vectors and keep training (``intersect_vectors``).
+    from its vectors (``intersect_vectors``) and keep training, or with ``init_vectors_lockf=0``
+    stay as they are (their lock factor, below).
+
+    ``lockf`` (gensim's ``wv.vectors_lockf``): a lock factor per word, set after the vocabulary
+    exists; every update of word i's input vector is multiplied by ``lockf[i]`` (0: frozen,
+    bit for bit; 1: trained as usual; between: slower). A float32 array of one entry per word,
+    or of one entry for all; None (the default) or all ones: nothing locked, and training runs
+    the kernels without locks. Saved with the model (and in checkpoints); a new vocabulary
+    resets it. The output layer is never locked. Not on Dask or the GPU (refused).
 
     ``device`` says where training runs: "cpu" (Hogwild threads) or "cuda" (``semhuff.gpu``:
     batches of pairs on one GPU, ``backend`` "numba" or "cupy", ``device_options`` such as
@@ -110,7 +118,8 @@ class Word2Vec:
                  max_sentence_length: int = DEFAULT_MAX_SENTENCE_LENGTH,
                  chunk_words: int = 100_000, progress: bool = True,
                  hooks: Sequence[Hook] = (), tmp_dir: Optional[str] = None,
-                 cache_ids: bool = True, dask=None, init_vectors=None):
+                 cache_ids: bool = True, dask=None, init_vectors=None,
+                 init_vectors_lockf: float = 1.0):
         workers = default_workers() if workers is None else workers
         _check_options(vector_size, window, min_count, sample, alpha, min_alpha, epochs,
                        workers, max_sentence_length, max_vocab_size, seed)
@@ -161,7 +170,10 @@ class Word2Vec:
         # pretrained input vectors for the words they share with the vocabulary, set by every
         # set_vocab until training starts; read now, so a bad file fails before the scan
         self.init_vectors = init_vectors
+        self.init_vectors_lockf = _check_lock_value(init_vectors_lockf, "init_vectors_lockf")
         self.init_vectors_used: Optional[int] = None  # how many rows came from them
+        # lock factors of the input vectors (gensim's vectors_lockf; the class docstring)
+        self.lockf: Optional[np.ndarray] = None
         self._pretrained = (None if init_vectors is None
                             else _pretrained_vectors(init_vectors, self.vector_size))
         if sentences is not None:
@@ -203,21 +215,24 @@ class Word2Vec:
         self.vocab = vocab
         self.layer = self._make_layer()
         self._init_weights()
+        self.lockf = None  # another vocabulary: the old factors name other words
         if self._pretrained is not None:
-            self.init_vectors_used = self.intersect_vectors(self._pretrained)
+            self.init_vectors_used = self.intersect_vectors(self._pretrained,
+                                                            lockf=self.init_vectors_lockf)
         return vocab
 
-    def intersect_vectors(self, source, fmt: str = "auto") -> int:
+    def intersect_vectors(self, source, fmt: str = "auto", lockf: float = 1.0) -> int:
         """Set the input vector of every vocabulary word that ``source`` (a vectors file in
         any format ``load_vectors`` reads, or a ``KeyedVectors``) also has to its vector there;
         the other words keep their random start. Returns how many were set (and logs it).
 
-        Decision: the imported vectors keep training, as gensim's
-        ``intersect_word2vec_format(lockf=1.0)``; freezing them (gensim's default lockf=0.0)
-        is not offered: the kernels have no per-row lock, and a lock factor would cost every
-        update of every row. Their dimension must be the model's (``OptionError``)."""
+        ``lockf``: the lock factor of the words set (``Word2Vec.lockf``): 1 (the default) they
+        keep training, 0 they stay the file's vectors, bit for bit (gensim's
+        ``intersect_word2vec_format(lockf=...)``, whose default is 0). The other words'
+        factors are unchanged. Their dimension must be the model's (``OptionError``)."""
         if self.syn0 is None:
             raise SemhuffError("build_vocab() must run before intersect_vectors()")
+        lockf = _check_lock_value(lockf, "lockf")
         kv = _pretrained_vectors(source, self.vector_size, fmt)
         index = kv.key_to_index
         pairs = [(i, index[w]) for i, w in enumerate(self.vocab.words) if w in index]
@@ -228,6 +243,10 @@ class Word2Vec:
             raise VectorsError(f"init_vectors {_label(source)}: some of the vectors to take are "
                                f"not finite (NaN or infinite)")
         self.syn0[ours] = rows
+        if lockf != 1.0:
+            factors = self._lock_factors()
+            self.lockf = np.ones(len(self.vocab), np.float32) if factors is None else factors
+            self.lockf[ours] = lockf
         self._wv = None
         message = ("init_vectors %s: %d of %d vocabulary words start from its vectors (it has "
                    "%d words), the other %d at random")
@@ -298,6 +317,10 @@ class Word2Vec:
         a killed run (``semhuff.checkpoint``)."""
         if self.vocab is None:
             raise SemhuffError("build_vocab() must run before train()")
+        locks = self._lock_factors()
+        if locks is not None and self.dask_runner is not None:
+            raise OptionError("locked input vectors (lockf other than 1) are not implemented "
+                              "on Dask: train on one machine")
         self._pretrained = None  # applied by set_vocab: no need to hold it while training
         source = sentences if sentences is not None else corpus_file
         if source is None:
@@ -311,7 +334,8 @@ class Word2Vec:
                                  min_alpha=self.min_alpha, epochs=epochs,
                                  seed=self.seed + self.train_calls, chunk_words=self.chunk_words,
                                  progress=self.progress, cache_ids=self.cache_ids,
-                                 tmp_dir=self.tmp_dir, shrink_windows=self.shrink_windows)
+                                 tmp_dir=self.tmp_dir, shrink_windows=self.shrink_windows,
+                                 lockf=locks)
         logger.info("training %s, %s, dim %d, window %d, %s, %s on %s%s",
                     "skip-gram" if self.sg else "CBOW", self.layer.describe(), self.vector_size,
                     self.window, counted(epochs, "epoch"), counted(self.workers, "worker"),
@@ -329,6 +353,9 @@ class Word2Vec:
         else:
             session = self._session()
             try:
+                if locks is not None and not getattr(session, "locks", False):
+                    raise OptionError(f"device {self.device!r} does not implement locked input "
+                                      f"vectors (lockf other than 1): train on the CPU")
                 report = train(session, self.vocab.keep_thresholds(self.sample), corpus,
                                self.vocab.index, retained, raw, settings, self.vocab.counts,
                                hooks=list(self.hooks) + list(hooks), checkpoint=saver,
@@ -349,6 +376,24 @@ class Word2Vec:
             saver.finish(report)
         logger.info("%s", report.summary())
         return report
+
+    def _lock_factors(self) -> Optional[np.ndarray]:
+        """``lockf`` checked, as one float32 factor per word; None when nothing is locked
+        (unset or all ones: then training runs the kernels without locks)."""
+        if self.lockf is None:
+            return None
+        lockf = np.asarray(self.lockf)
+        V = len(self.vocab)
+        if lockf.ndim != 1 or len(lockf) not in (1, V) or not np.issubdtype(lockf.dtype,
+                                                                              np.number):
+            raise OptionError(f"lockf must be one number per word ({V}) or one for all, got "
+                              f"an array of shape {lockf.shape}")
+        lockf = lockf.astype(np.float32)  # a copy: what this call trains with
+        if not np.isfinite(lockf).all():
+            raise OptionError("lockf must be finite")
+        if (lockf == 1.0).all():
+            return None
+        return np.full(V, lockf[0], np.float32) if len(lockf) == 1 < V else lockf
 
     def _epoch_words(self, corpus, words_per_epoch: Optional[int] = None) -> tuple:
         """(in-vocabulary, raw) words an epoch of ``corpus`` holds: the learning-rate schedule
@@ -476,6 +521,8 @@ class Word2Vec:
                   "vocab_words": pack_words(self.vocab.words),
                   "meta": np.array(json.dumps(meta))}
         arrays.update({_LAYER_PREFIX + k: v for k, v in self.layer.arrays().items()})
+        if self.lockf is not None:
+            arrays["lockf"] = np.asarray(self.lockf, dtype=np.float32)
         return arrays
 
     @classmethod
@@ -515,6 +562,8 @@ class Word2Vec:
         model._give_room(outputs)
         model.train_calls = int(meta.get("train_calls", 0))
         model.annotations = dict(meta.get("annotations", {}))
+        if "lockf" in arrays:
+            model.lockf = np.array(arrays["lockf"], dtype=np.float32)
         return model
 
     def save_vectors(self, path: str, fmt: str = "auto") -> str:
@@ -551,6 +600,14 @@ def _saved_layer_settings(params: dict, layer_cls) -> dict:
     settings = {k: params.pop(k) for k in ("negative", "ns_exponent", "hs_order") if k in params}
     settings.update(params.get("layer_options") or {})
     return {k: v for k, v in settings.items() if k in declared}
+
+
+def _check_lock_value(value, name: str) -> float:
+    """A lock factor given as one number (finite)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
+            or not np.isfinite(value):
+        raise OptionError(f"{name} must be a finite number (0: frozen, 1: trained), got {value!r}")
+    return float(value)
 
 
 def _label(source) -> str:

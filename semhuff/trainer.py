@@ -54,6 +54,7 @@ class TrainSettings:
     progress: bool = True
     tmp_dir: Optional[str] = None  # the id cache's folder (None: TMPDIR)
     shrink_windows: bool = True  # word2vec's reduced windows; False: always the full window
+    lockf: Optional[np.ndarray] = None  # lock factor per word (``Plan.lockf``); None: none
 
 
 @dataclass
@@ -332,7 +333,7 @@ class TrainingRun:
                          reduce_window=s.shrink_windows,
                          alpha=s.alpha, min_alpha=s.min_alpha,
                          total_words=max(1, s.epochs * retained_tokens), cbow_mean=s.cbow_mean,
-                         counts=self.counts)
+                         counts=self.counts, lockf=s.lockf)
         self.keep_prob = keep_thr.astype(np.float64) / 2.0 ** 32
         health.warn_down_sampling(self.counts, self.keep_prob)
         # an epoch far worse than this untrained loss fails the run (semhuff.health)

@@ -3,6 +3,8 @@ written from the papers in plain float64 numpy with the exact sigmoid. Nothing h
 with the kernels: no sigmoid table, no random generator, no path arrays (paths are walked up
 the tree's parent array here). Windows are explicit (the full window: every word within
 ``window`` positions) and the noise words of negative sampling are supplied by the caller.
+``lockf`` (gensim's ``vectors_lockf``, one factor per word): every update of word i's input
+vector times ``lockf[i]``; None: 1 for every word.
 """
 from __future__ import annotations
 
@@ -33,6 +35,10 @@ def paths(parent: np.ndarray, branch: np.ndarray, n_words: int) -> List[List[Tup
     return out
 
 
+def _lock(lockf, word) -> float:
+    return 1.0 if lockf is None else float(lockf[word])
+
+
 def contexts(n: int, pos: int, window: int) -> List[int]:
     return [c for c in range(max(0, pos - window), min(n, pos + window + 1)) if c != pos]
 
@@ -43,7 +49,7 @@ def _hs_step(h, row, code, alpha):
     return (1 - code - sigmoid(s)) * alpha, -log_sigmoid(s if code == 0 else -s)
 
 
-def sg_hs(sentence, syn0, syn1, word_paths, window, alpha, top=0):
+def sg_hs(sentence, syn0, syn1, word_paths, window, alpha, top=0, lockf=None):
     """Skip-gram HS over one sentence: each context word predicts the centre. The first ``top``
     path nodes are taken for all of a centre's contexts at once from the node's row as it was
     before that node (each context's gradient uses the un-updated row; the row then gets the
@@ -70,7 +76,7 @@ def sg_hs(sentence, syn0, syn1, word_paths, window, alpha, top=0):
                 loss += nll
                 err[j] += g * syn1[row_id]
                 syn1[row_id] += g * syn0[r]
-            syn0[r] += err[j]
+            syn0[r] += _lock(lockf, r) * err[j]
     return syn0, syn1, loss
 
 
@@ -102,7 +108,7 @@ def ns_predictor(noise: Sequence[int], alpha):
     return predict
 
 
-def skipgram(sentence, syn0, out, window, predict):
+def skipgram(sentence, syn0, out, window, predict, lockf=None):
     """Each context word's vector predicts the centre; it receives its error right after."""
     syn0, out = syn0.astype(np.float64), out.astype(np.float64)
     loss = 0.0
@@ -110,11 +116,11 @@ def skipgram(sentence, syn0, out, window, predict):
         for c in contexts(len(sentence), pos, window):
             err, nll = predict(syn0[sentence[c]], w, out)
             loss += nll
-            syn0[sentence[c]] += err
+            syn0[sentence[c]] += _lock(lockf, sentence[c]) * err
     return syn0, out, loss
 
 
-def cbow(sentence, syn0, out, window, predict, mean=True):
+def cbow(sentence, syn0, out, window, predict, mean=True, lockf=None):
     """The mean of the context vectors predicts the centre and every context occurrence receives
     the whole error; or (``mean=False``, gensim's cbow_mean=0) their sum predicts it and each
     receives the error divided by their number."""
@@ -128,11 +134,11 @@ def cbow(sentence, syn0, out, window, predict, mean=True):
         err, nll = predict(h / len(ctx) if mean else h, w, out)
         loss += nll
         for r in ctx:
-            syn0[r] += err if mean else err / len(ctx)
+            syn0[r] += _lock(lockf, r) * (err if mean else err / len(ctx))
     return syn0, out, loss
 
 
-def skipgram_two_layers(sentence, syn0, outs, window, predictors):
+def skipgram_two_layers(sentence, syn0, outs, window, predictors, lockf=None):
     """Skip-gram with two output layers on the same input vectors (gensim's ``hs=1,
     negative>0``): at each centre, each layer in turn over all its contexts, every context
     vector receiving its error right after its own prediction."""
@@ -143,11 +149,11 @@ def skipgram_two_layers(sentence, syn0, outs, window, predictors):
             for c in contexts(len(sentence), pos, window):
                 err, nll = predict(syn0[sentence[c]], w, out)
                 loss += nll
-                syn0[sentence[c]] += err
+                syn0[sentence[c]] += _lock(lockf, sentence[c]) * err
     return syn0, outs, loss
 
 
-def cbow_two_layers(sentence, syn0, outs, window, predictors):
+def cbow_two_layers(sentence, syn0, outs, window, predictors, lockf=None):
     """CBOW with two output layers (word2vec.c's ``-hs 1 -negative N``): both predict from the
     same context mean; every context occurrence receives the sum of their errors."""
     syn0, outs = syn0.astype(np.float64), [o.astype(np.float64) for o in outs]
@@ -163,7 +169,7 @@ def cbow_two_layers(sentence, syn0, outs, window, predictors):
             total += err
             loss += nll
         for r in ctx:
-            syn0[r] += total
+            syn0[r] += _lock(lockf, r) * total
     return syn0, outs, loss
 
 

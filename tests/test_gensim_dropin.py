@@ -593,18 +593,51 @@ def test_huffman_tree_in_any_word_order():
     np.testing.assert_array_equal(again.branch, tree.branch)
 
 
-def test_a_locked_vector_is_refused_not_ignored():
-    """gensim's wv.vectors_lockf: semhuff's kernels update every vector fully, so a lock other
-    than 1 is an UnsupportedArgument at train(), and nothing trains."""
+def test_locked_vectors_as_gensim(tmp_path):
+    """gensim's wv.vectors_lockf: a word locked at 0 keeps its vector bit for bit, a factor of
+    0.5 scales its updates (the model's lockf, ``test_naive``), gensim's one entry broadcasts;
+    the factors are saved with the model; another length is refused, not taken modulo."""
     model = Word2Vec(common_texts, min_count=1, vector_size=8, workers=1)
-    assert np.array_equal(model.wv.vectors_lockf, [1.0])  # gensim's default, honoured
+    assert np.array_equal(model.wv.vectors_lockf, [1.0])  # gensim's default: nothing locked
+    assert model.semhuff.lockf is None
     model.wv.vectors_lockf = np.ones(len(model.wv), dtype=np.float32)
-    model.train(common_texts, total_examples=model.corpus_count, epochs=1)  # all 1: fine
     model.wv.vectors_lockf[0] = 0.0
+    model.wv.vectors_lockf[1] = 0.5
     before = model.wv.vectors.copy()
-    with pytest.raises(UnsupportedArgument, match="vectors_lockf"):
-        model.train(common_texts, total_examples=model.corpus_count, epochs=1)
-    np.testing.assert_array_equal(model.wv.vectors, before)
+    model.train(common_texts, total_examples=model.corpus_count, epochs=2)
+    np.testing.assert_array_equal(model.wv.vectors[0], before[0])
+    assert np.abs(model.wv.vectors[2:] - before[2:]).max() > 0
+    np.testing.assert_array_equal(model.semhuff.lockf, model.wv.vectors_lockf)
+    model.save(str(tmp_path / "m.model"))
+    back = Word2Vec.load(str(tmp_path / "m.model"))
+    np.testing.assert_array_equal(back.wv.vectors_lockf, model.wv.vectors_lockf)
+    back.wv.vectors_lockf = np.zeros(1, dtype=np.float32)  # one entry: every word frozen
+    frozen = back.wv.vectors.copy()
+    back.train(common_texts, total_examples=back.corpus_count, epochs=1)
+    np.testing.assert_array_equal(back.wv.vectors, frozen)
+    back.wv.vectors_lockf = np.ones(3, dtype=np.float32)
+    with pytest.raises(UnsupportedArgument, match="vectors_lockf of shape"):
+        back.train(common_texts, total_examples=back.corpus_count, epochs=1)
+
+
+def test_intersect_word2vec_format_freezes_the_imported_vectors(tmp_path):
+    """gensim's KeyedVectors.intersect_word2vec_format on the drop-in's wv (lockf=0.0, its
+    default): the imported words keep the file's vectors through training."""
+    model = Word2Vec(min_count=1, vector_size=8, workers=1)
+    model.build_vocab(common_texts)
+    path = tmp_path / "pre.txt"
+    rows = np.random.default_rng(3).standard_normal((2, 8)).astype(np.float32)
+    path.write_text("2 8\n" + "".join(w + " " + " ".join(f"{v:.6f}" for v in r) + "\n"
+                                      for w, r in zip(["human", "graph"], rows)))
+    model.wv.vectors_lockf = np.ones(len(model.wv), dtype=np.float32)  # as in gensim
+    model.wv.intersect_word2vec_format(str(path))
+    imported = model.wv[["human", "graph"]].copy()
+    np.testing.assert_allclose(imported, rows, atol=1e-6)
+    others = [w for w in model.wv.index_to_key if w not in ("human", "graph")]
+    start = model.wv[others].copy()
+    model.train(common_texts, total_examples=model.corpus_count, epochs=3)
+    np.testing.assert_array_equal(model.wv[["human", "graph"]], imported)
+    assert np.abs(model.wv[others] - start).max() > 0
 
 
 def test_hs_and_negative_together_as_gensim(tmp_path, lee_path):

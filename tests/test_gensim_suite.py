@@ -41,7 +41,6 @@ from semhuff.gensim import Word2Vec  # noqa: E402,F401
 
 #: test name -> why it fails against semhuff.gensim
 EXPECTED_FAILURES = {
-    "test_locking": "wv.vectors_lockf locking is not implemented (refused at train())",
     "test_persistence_backwards_compatible": "the gensim 3.8 model loads (both output layers), "
                                              "but its score(['test']) is a list of strings, "
                                              "refused as in test_build_vocab_warning",

@@ -214,7 +214,7 @@ def test_a_thread_gets_its_own_table_of_mapped_paths(monkeypatch):
             node = points[w, i]
             assert own[w, i] == {points[0, 0]: 100, points[7, 3]: 101}.get(node, node)
     modes = []
-    monkeypatch.setattr(loop, "kernel", lambda *a: modes.append(a[-1]))
+    monkeypatch.setattr(loop, "kernel", lambda *a: modes.append(a[8]))  # hot (lock follows)
     layer.train_kernel(True, 16, hot=True)
     layer.THREAD_PATH_BYTES = points.nbytes - 1
     assert len(layer.thread_args(remap)) == len(layer.kernel_args())

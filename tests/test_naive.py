@@ -162,3 +162,128 @@ def test_saturated_clip_corrects_confident_mistakes(top):
     _close(sat1, syn1, exact1)
     err = lambda got, before, exact: np.abs((got - before) - (exact - before)).max()
     assert err(skip1, syn1, exact1) > 5 * err(sat1, syn1, exact1)
+
+
+# -- lock factors (gensim's vectors_lockf) -----------------------------------------------------------
+
+# word 0 frozen, 3 free, the others scaled (1 repeats inside a window: two scaled updates)
+LOCKF = np.array([0.0, 0.5, 0.25, 1.0, 0.75, 0.1], np.float32)
+
+
+def _locked(kernel, syn0, syn1, larg, lockf=LOCKF):
+    """``_run`` of a ``lock=True`` kernel: the 17th argument is the lock factor of each row."""
+    keep = np.full(len(COUNTS), 0xFFFFFFFF, np.uint32)
+    a0, a1 = syn0.copy(), syn1.copy()
+    loss, pairs, _ = kernel(SENTENCE, np.array([len(SENTENCE)], np.int64), a0, a1, larg,
+                            loop.no_stats(), keep, WINDOW, False, ALPHA, ALPHA, 0, 1,
+                            np.uint64(1), loop.NO_HOT, loop.NO_HOT, lockf)
+    return a0, a1, loss, pairs
+
+
+def _lock_cases():
+    """(name, body, larg, syn1, reference(sg, syn0, syn1, lockf), cbow_mean) per body."""
+    tree, paths, _, syn1 = _hs_setup()
+    hs_args = (tree.points, tree.codes, tree.lengths)
+    syn1neg = _weights(len(COUNTS), 4)
+    ns = naive.ns_predictor([NOISE_WORD] * NEGATIVE, ALPHA)
+
+    def single(predict, mean=True):
+        return lambda sg, s0, s1, lockf: (
+            naive.skipgram(SENTENCE.tolist(), s0, s1, WINDOW, predict, lockf=lockf) if sg else
+            naive.cbow(SENTENCE.tolist(), s0, s1, WINDOW, predict, mean=mean, lockf=lockf))
+
+    return {
+        "hs": (loop.HS, hs_args, syn1, single(naive.hs_predictor(paths, ALPHA)), True),
+        "hs-sum": (loop.HS, hs_args, syn1, single(naive.hs_predictor(paths, ALPHA), False), False),
+        "ns": (loop.NS, _one_noise_word(), syn1neg, single(ns), True),
+    }
+
+
+@pytest.mark.parametrize("sg", [True, False], ids=["skipgram", "cbow"])
+@pytest.mark.parametrize("case", ["hs", "hs-sum", "ns"])
+def test_lock_factors_scale_each_input_update(sg, case):
+    """A fractional factor against the reference: every update of word i's input vector
+    times lockf[i] (gensim's vectors_lockf), the output rows as without locks (they see the
+    scaled inputs); a frozen word (0) keeps its vector bit for bit."""
+    body, larg, syn1, reference, mean = _lock_cases()[case]
+    if sg and not mean:
+        pytest.skip("cbow_mean applies to CBOW only")
+    syn0 = _weights(len(COUNTS), 6)
+    kernel = loop.kernel(sg, DIM, body, cbow_mean=mean, lock=True)
+    got0, got1, loss, _ = _locked(kernel, syn0, syn1, larg)
+    exp0, exp1, exp_loss = reference(sg, syn0, syn1, LOCKF.astype(np.float64))
+    _close(got0, syn0, exp0)
+    _close(got1, syn1, exp1)
+    assert loss == pytest.approx(exp_loss, rel=1e-2)
+    np.testing.assert_array_equal(got0[0], syn0[0])  # frozen
+    # the reference tells the factors apart: without them it is another update
+    free0 = reference(sg, syn0, syn1, None)[0]
+    assert np.abs(free0 - exp0).max() > 0.2 * np.abs(exp0 - syn0).max()
+
+
+@pytest.mark.parametrize("sg", [True, False], ids=["skipgram", "cbow"])
+@pytest.mark.parametrize("top", [0, 2], ids=["word2vec", "mixed-2"])
+def test_lock_factors_hs_batched_orders(sg, top):
+    """HS skip-gram's batched top levels (``hs.sg_centre``) with locks, against ``naive.sg_hs``."""
+    if not sg and top:
+        pytest.skip("batching is skip-gram's")
+    tree, paths, syn0, syn1 = _hs_setup()
+    kernel = loop.kernel(sg, DIM, loop.HS, top, lock=True)
+    got0, got1, _, _ = _locked(kernel, syn0, syn1, (tree.points, tree.codes, tree.lengths))
+    lockf = LOCKF.astype(np.float64)
+    if sg:
+        exp0, exp1, _ = naive.sg_hs(SENTENCE.tolist(), syn0, syn1, paths, WINDOW, ALPHA, top=top,
+                                    lockf=lockf)
+    else:
+        exp0, exp1, _ = naive.cbow(SENTENCE.tolist(), syn0, syn1, WINDOW,
+                                   naive.hs_predictor(paths, ALPHA), lockf=lockf)
+    _close(got0, syn0, exp0)
+    _close(got1, syn1, exp1)
+
+
+@pytest.mark.parametrize("sg", [True, False], ids=["skipgram", "cbow"])
+def test_lock_factors_hs_and_negative_sampling_together(sg):
+    """HS_NS: skip-gram's two bodies each scale their own input update; CBOW's summed error."""
+    tree, paths, syn0, syn1 = _hs_setup()
+    syn1neg = _weights(len(COUNTS), 5)
+    got_neg = syn1neg.copy()
+    larg = ((tree.points, tree.codes, tree.lengths), _one_noise_word(), got_neg)
+    got0, got1, _, _ = _locked(loop.kernel(sg, DIM, loop.HS_NS, lock=True), syn0, syn1, larg)
+    architecture = naive.skipgram_two_layers if sg else naive.cbow_two_layers
+    exp0, (exp1, exp_neg), _ = architecture(
+        SENTENCE.tolist(), syn0, [syn1, syn1neg], WINDOW,
+        [naive.hs_predictor(paths, ALPHA), naive.ns_predictor([NOISE_WORD] * NEGATIVE, ALPHA)],
+        lockf=LOCKF.astype(np.float64))
+    _close(got0, syn0, exp0)
+    _close(got1, syn1, exp1)
+    _close(got_neg, syn1neg, exp_neg)
+    np.testing.assert_array_equal(got0[0], syn0[0])
+
+
+@pytest.mark.parametrize("sg", [True, False], ids=["skipgram", "cbow"])
+@pytest.mark.parametrize("body", ["hs", "ns", "hs_ns"])
+def test_all_ones_lock_is_bit_identical_to_no_lock(sg, body):
+    """Factors of exactly 1 through the locking kernel change no bit: the same numbers as the
+    kernel without locks (which training without lockf runs)."""
+    tree, _, syn0, syn1 = _hs_setup()
+    hs_args = (tree.points, tree.codes, tree.lengths)
+    if body == "hs":
+        larg = hs_args
+    elif body == "ns":
+        larg, syn1 = _one_noise_word(), _weights(len(COUNTS), 4)
+    else:
+        larg = (hs_args, _one_noise_word(), _weights(len(COUNTS), 5))
+    code = {"hs": loop.HS, "ns": loop.NS, "hs_ns": loop.HS_NS}[body]
+    plain0, plain1, plain_loss, _ = _run(loop.kernel(sg, DIM, code), syn0, syn1, larg)
+    if body == "hs_ns":  # the NS rows are written in place: the same start again
+        larg = (hs_args, _one_noise_word(), _weights(len(COUNTS), 5))
+    ones = np.ones(len(COUNTS), np.float32)
+    got0, got1, loss, _ = _locked(loop.kernel(sg, DIM, code, lock=True), syn0, syn1, larg, ones)
+    np.testing.assert_array_equal(got0, plain0)
+    np.testing.assert_array_equal(got1, plain1)
+    assert loss == plain_loss
+
+
+def test_lock_goes_with_a_training_body():
+    with pytest.raises(ValueError, match="lock factors"):
+        loop.kernel(True, DIM, loop.HS_SCORE, lock=True)

@@ -182,7 +182,8 @@ def test_init_vectors_start_training_from_them_and_keep_training(lee_path, pretr
     still = Word2Vec(lee_path, vector_size=DIM, min_count=5, progress=False, workers=1,
                      epochs=1, alpha=1e-12, min_alpha=0.0, init_vectors=pretrained)
     np.testing.assert_allclose(still.wv[shared], file_kv[shared], atol=1e-6)
-    # the decision: imported vectors keep training (gensim's lockf=1.0)
+    # imported vectors keep training by default (init_vectors_lockf=1.0; 0 freezes them,
+    # tests/test_lockf.py)
     moved = Word2Vec(lee_path, vector_size=DIM, min_count=5, progress=False, workers=1,
                      epochs=1, init_vectors=file_kv)
     assert np.abs(moved.wv[shared] - file_kv[shared]).max() > 1e-3
@@ -218,6 +219,36 @@ def test_cli_init_vectors(tmp_path, capsys, lee_path, pretrained):
     assert f"init vectors: {n:,} of " in captured.out
     kv = Word2Vec.load(str(out)).wv
     np.testing.assert_allclose(kv[file_kv.index_to_key[:n]], file_kv.vectors[:n], atol=1e-6)
+
+
+def test_cli_freeze_init_vectors(tmp_path, capsys, lee_path, pretrained):
+    """--freeze-init-vectors: the words taken from the file end training with exactly its
+    vectors (their lock factor 0, saved with the model); the other words train."""
+    from semhuff.vectors_io import read_vectors
+    out = tmp_path / "v.npz"
+    code = train_main([lee_path, "-o", str(out), "--dim", str(DIM), "--epochs", "1",
+                       "--workers", "2", "--no-progress", "--init-vectors", pretrained,
+                       "--freeze-init-vectors"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert "and kept (frozen)" in captured.out
+    model = Word2Vec.load(str(out))
+    file_kv = read_vectors(pretrained)[0]  # semhuff's own reading of the file
+    shared = [w for w in file_kv.index_to_key if w in model.vocab.index]
+    ids = [model.vocab.index[w] for w in shared]
+    np.testing.assert_array_equal(model.syn0[ids], file_kv[shared])
+    assert sorted(np.flatnonzero(model.lockf == 0).tolist()) == sorted(ids)
+    start = Word2Vec(vector_size=DIM, min_count=5, progress=False, workers=2)
+    start.build_vocab(lee_path)
+    others = np.setdiff1d(np.arange(len(model.vocab)), ids)
+    assert np.abs(model.syn0[others] - start.syn0[others]).max() > 1e-3
+
+
+def test_cli_freeze_needs_init_vectors(tmp_path, capsys, lee_path):
+    code = train_main([lee_path, "-o", str(tmp_path / "v.bin"), "--no-progress",
+                       "--freeze-init-vectors"])
+    err = capsys.readouterr().err
+    assert code == 2 and "--freeze-init-vectors goes with --init-vectors" in err, err
 
 
 @pytest.mark.parametrize("extra,message", [

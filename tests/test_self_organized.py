@@ -118,6 +118,36 @@ def test_two_level_step_and_statistic_match_the_reference(sg):
     assert loss == pytest.approx(e_loss, rel=1e-6)
 
 
+@pytest.mark.parametrize("sg", [True, False], ids=["skipgram", "cbow"])
+def test_two_level_step_with_lock_factors(sg):
+    """The class body with gensim's vectors_lockf: each input update times its word's factor
+    (word 0 frozen bit for bit), against the reference with the same factors."""
+    V, C, alpha, window = 9, 3, 0.2, 2
+    cluster_of = np.array([0, 1, 2, 0, 1, 2, 0, 1, 2], np.int32)
+    layer = ClassSoftmax("frequency", SelfOrganizer(clusters=C))  # fixed: no statistic
+    layer.organizer.start(np.arange(V, 0, -1) * 10)
+    layer.organizer.cluster_of = cluster_of
+    layer._refresh()
+    rng = np.random.default_rng(7)
+    syn0 = (rng.standard_normal((V, DIM)) * 0.5).astype(np.float32)
+    out = (rng.standard_normal((C + V, DIM)) * 0.5).astype(np.float32)
+    lockf = np.array([0.0, 0.5, 1.0, 0.25, 0.75, 0.1, 1.0, 0.3, 0.6], np.float32)
+    a0, a1 = syn0.copy(), out.copy()
+    loop.kernel(sg, DIM, loop.CLASS, lock=True)(
+        SENTENCE, np.array([len(SENTENCE)], np.int64), a0, a1, layer.kernel_args(),
+        loop.no_stats(), np.full(V, 0xFFFFFFFF, np.uint32), window, False, alpha, alpha, 0, 1,
+        np.uint64(1), loop.NO_HOT, loop.NO_HOT, lockf)
+    predictor = naive.class_predictor(cluster_of, C, alpha)
+    architecture = naive.skipgram if sg else naive.cbow
+    e0, e1, _ = architecture(SENTENCE.tolist(), syn0, out, window, predictor,
+                             lockf=lockf.astype(np.float64))
+    np.testing.assert_allclose(a0, e0, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(a1, e1, rtol=1e-4, atol=1e-5)
+    np.testing.assert_array_equal(a0[0], syn0[0])
+    free = architecture(SENTENCE.tolist(), syn0, out, window, predictor)[0]
+    assert np.abs(free - e0).max() > 1e-2  # the factors make a difference the test sees
+
+
 def test_binary_statistic_matches_the_cluster_distribution():
     """The SO_HS body's sampled statistic: with every centre sampled and lam = 0, q[w] is
     log2 P(c | h) of the last context h that predicted w (here one sentence, one pair). The

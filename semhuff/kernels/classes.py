@@ -24,7 +24,8 @@ import numba
 import numpy as np
 
 from . import hs
-from .common import LOG_SIGMOID_TABLE, MAX_EXP, lcg_next, lcg_u32, log_sigmoid, table_index
+from .common import (LOG_SIGMOID_TABLE, MAX_EXP, add_to_input, lcg_next, lcg_u32, log_sigmoid,
+                     table_index)
 
 LOG2E = 1.0 / np.log(2.0)
 
@@ -147,8 +148,7 @@ def centre(syn0, weights, larg, scratch, ctx, k, w, alpha, state, cfg):
         r = ctx[j]
         nll, state = predict(syn0[r], w, weights, larg, scratch, alpha, err, state, cfg)
         loss += nll
-        for d in range(D):
-            syn0[r, d] += err[d]
+        add_to_input(syn0, r, err, scratch[9], cfg[6], D)
     return loss, state
 
 

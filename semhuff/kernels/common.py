@@ -172,14 +172,31 @@ def context_mean(syn0, ctx, k, out, mean, D):
 
 
 @numba.njit(inline="always", nogil=True)
-def add_to_contexts(syn0, ctx, k, err, mean, D):
-    """CBOW's update: every context vector (each occurrence) receives the full error after a
-    mean (word2vec), its share ``err / k`` after a sum (gensim cbow_mean=0)."""
-    share = np.float32(1.0) if mean else np.float32(1.0 / k)
-    for j in range(k):
-        r = ctx[j]
+def add_to_input(syn0, r, err, lockf, LOCK, D):
+    """The update of input vector (row) ``r``: ``syn0[r] += err``, every body's. With ``LOCK``
+    (a compile-time constant: ``loop.kernel(lock=True)``) scaled by the row's lock factor
+    ``lockf[r]`` (gensim's ``wv.vectors_lockf``: 0 frozen, 1 free), else the plain sum: the
+    kernels built without locks are the same code as before locks existed."""
+    if LOCK:
+        f = lockf[r]
         for d in range(D):
-            syn0[r, d] += err[d] * share
+            syn0[r, d] += f * err[d]
+    else:
+        for d in range(D):
+            syn0[r, d] += err[d]
+
+
+@numba.njit(inline="always", nogil=True)
+def add_to_contexts(syn0, ctx, k, err, mean, lockf, LOCK, D):
+    """CBOW's update: every context vector (each occurrence) receives the full error after a
+    mean (word2vec), its share ``err / k`` after a sum (gensim cbow_mean=0), through
+    ``add_to_input`` (its lock factor). ``err`` is scaled in place: the loop reads it no more."""
+    if not mean:
+        share = np.float32(1.0 / k)
+        for d in range(D):
+            err[d] *= share
+    for j in range(k):
+        add_to_input(syn0, ctx[j], err, lockf, LOCK, D)
 
 
 @numba.njit(inline="always", nogil=True)

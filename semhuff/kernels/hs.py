@@ -24,8 +24,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .common import (MAX_EXP, NLL_BY_CODE, SIGMOID_TABLE, log_sigmoid, log_sigmoid_clipped,
-                     table_index)
+from .common import (MAX_EXP, NLL_BY_CODE, SIGMOID_TABLE, add_to_input, log_sigmoid,
+                     log_sigmoid_clipped, table_index)
 
 
 @numba.njit(inline="always", nogil=True)
@@ -96,7 +96,7 @@ def centre(syn0, syn1, larg, scratch, ctx, k, w, alpha, state, cfg):
     neu, prow, err, g, rowbuf, hot = scratch[0], scratch[1], scratch[2], scratch[3], \
         scratch[4], scratch[6]
     return sg_centre(syn0, syn1, _paths(larg, scratch, cfg), ctx, k, w, alpha, neu, prow, err, g,
-                     rowbuf, top, saturate, hot, MAP, D), state
+                     rowbuf, top, saturate, hot, MAP, scratch[9], cfg[6], D), state
 
 
 @numba.njit(inline="always", nogil=True)
@@ -129,11 +129,12 @@ def score_predict(h, w, syn1, larg, scratch, alpha, err, state, cfg):
 
 @numba.njit(inline="always", nogil=True)
 def sg_centre(syn0, syn1, paths, ctx, k, w, alpha, neu, prow, err, g, rowbuf, top, saturate, hot,
-              MAP, D):
+              MAP, lockf, LOCK, D):
     """Skip-gram: the ``k`` context words ``ctx[:k]`` each predict ``w``. The top ``top`` path
     nodes are batched over the contexts, the rest walked context by context; each context
-    vector receives its error after its whole path. ``paths`` is ``(own, points, codes,
-    lengths)``: the path rows as ``path_rows`` finds them. Returns the summed nll."""
+    vector receives its error after its whole path (``add_to_input``: times its lock factor
+    with ``LOCK``). ``paths`` is ``(own, points, codes, lengths)``: the path rows as
+    ``path_rows`` finds them. Returns the summed nll."""
     own, points, codes, lengths = paths
     depth = lengths[w]
     rows, bits = path_rows(own, points, w, depth, rowbuf, hot, MAP), codes[w]
@@ -168,8 +169,7 @@ def sg_centre(syn0, syn1, paths, ctx, k, w, alpha, neu, prow, err, g, rowbuf, to
         for d in range(D):
             err[d] = neu[j, d]
         loss += walk_path(syn0[r], rows, bits, top, depth, syn1, alpha, err, saturate, D)
-        for d in range(D):
-            syn0[r, d] += err[d]
+        add_to_input(syn0, r, err, lockf, LOCK, D)
     return loss
 
 

@@ -30,8 +30,10 @@ the ``k`` contexts ``ctx[:k]`` predict ``w``, updating the weights and the conte
 ``predict(h, w, weights, larg, scratch, alpha, err, state, cfg) -> (nll, state)`` (one input
 vector, CBOW: ``err`` gets the input's error). ``larg`` is the layer's own tuple of arrays (only
 the body reads it), ``scratch`` the loop's work arrays ``(neu, work, err, g, rowbuf, noise, hot,
-one, own)`` and ``cfg`` the compile-time settings ``(D, TOP, SAT, MAP, OWN, HOT)``, constants the
-compiler folds once the body is inlined. So the loop knows no layer's arrays.
+one, own, lockf)`` and ``cfg`` the compile-time settings ``(D, TOP, SAT, MAP, OWN, HOT, LOCK)``,
+constants the compiler folds once the body is inlined. So the loop knows no layer's arrays.
+Every update of an input vector goes through ``common.add_to_input`` (``add_to_contexts`` for
+CBOW), which with ``LOCK`` scales it by the row's lock factor.
 
 The architecture and the body are compile-time constants captured by the factory, so Numba
 prunes the other branches and each (architecture, body) pair compiles to the same straight loop nest a
@@ -51,7 +53,7 @@ made the HS kernel about 1.8x and the NS kernel 1.7x faster (docs/performance.md
 kernels fast").
 
 Arguments of every kernel: ``(ids, bounds, syn0, weights, larg, stats, keep_thr, window, reduce,
-alpha0, min_alpha, words_before, total_words, seed, hot, hot_in)``; ``larg`` is the layer's tuple
+alpha0, min_alpha, words_before, total_words, seed, hot, hot_in[, lockf])``; ``larg`` is the layer's tuple
 of arrays (its own learned or fixed state, which a body may also write), ``stats`` a ``(V, 2)``
 float64 array that receives, per target word, the predictions made and their summed nll when the
 kernel was built with ``stats=True`` (else any ``(1, 2)`` array); with ``hot`` (HS, NS and
@@ -62,6 +64,9 @@ paths come mapped in ``larg`` (``hot=OWN_PATHS``: the layer's ``thread_args`` ap
 thread's table of mapped paths; mapping in the kernel costs 4% of a thread's time; SO_HS's
 sampled statistic reads the shared rows, at most a chunk old), and ``hot_in`` the map from word
 id to row of ``syn0`` (the most written input vectors' private copies); else both ``NO_HOT``.
+``lockf`` (kernels built with ``lock=True`` only; the others take 16 arguments): float32, one
+lock factor per **row of** ``syn0`` (gensim's ``wv.vectors_lockf`` mapped through ``hot_in``'s
+rows by the session: ``cpu_session.HotRows.by_row``), every update of row r times ``lockf[r]``.
 Returns ``(loss, pairs, trained)``:
 summed nll (nats, float64), predictions made, words kept after down-sampling.
 """
@@ -76,8 +81,8 @@ import numpy as np
 
 from . import classes, hs, ns
 from .compiler import VECTOR_WIDTH, KernelCompiler, stack_row
-from .common import (add_to_contexts, alpha_at, context_mean, context_window, lcg_next, lcg_u32,
-                     longest_sentence, subsample_sentence)
+from .common import (add_to_contexts, add_to_input, alpha_at, context_mean, context_window,
+                     lcg_next, lcg_u32, longest_sentence, subsample_sentence)
 
 HS, NS, HS_SCORE, PAIRS, CUSTOM, CLASS, CLASS_SCORE, SO_HS, HS_NS = 0, 1, 2, 3, 4, 5, 6, 7, 8
 BODIES = {"hs": HS, "ns": NS, "hs_score": HS_SCORE, "pairs": PAIRS, "custom": CUSTOM,
@@ -108,11 +113,17 @@ NO_HOT = np.zeros(0, np.int32)
 # ``kernel(hot=...)``: private hot rows, HS paths mapped by the kernel at every centre
 # (MAP_ROWS) or read from the thread's table of mapped paths (OWN_PATHS, ``thread_args``)
 MAP_ROWS, OWN_PATHS = 1, 2
+# the lock factors of kernels built without locks (``lock=False``): never read (the flag prunes
+# every use), there so that every body's ``scratch`` has the same types
+NO_LOCK = np.ones(1, np.float32)
+# bodies that update input vectors: the ones a lock applies to
+_TRAINING = (HS, NS, CUSTOM, CLASS, SO_HS, HS_NS)
 
 
 @functools.lru_cache(maxsize=None)
 def kernel(sg: bool, dim: int, body: int, batch_levels: int = 0, stats: bool = False,
-           custom=None, cbow_mean: bool = True, saturate: bool = False, hot: int = 0):
+           custom=None, cbow_mean: bool = True, saturate: bool = False, hot: int = 0,
+           lock: bool = False):
     """The sentence loop for skip-gram (``sg``) or CBOW with the given body.
 
     * skip-gram: every context word predicts the centre word (word2vec.c's direction);
@@ -124,6 +135,10 @@ def kernel(sg: bool, dim: int, body: int, batch_levels: int = 0, stats: bool = F
       argument's map and the output rows through ``hot``'s (``MAP_ROWS``), or, HS and SO_HS,
       from the thread's table of mapped paths (``OWN_PATHS``), which send the hottest rows to
       the calling thread's private copies (``devices.HotRows``).
+    * ``lock`` (training bodies): the kernel takes a 17th argument, ``lockf``, the lock factor
+      of each row of ``syn0``, and every update of an input vector is scaled by it
+      (``common.add_to_input``): gensim's ``wv.vectors_lockf``. Without it (the default) the
+      kernel is the same code as before locks existed: no run pays for them unless it locks.
     * CBOW: the mean of the context vectors predicts the centre word and every context vector
       receives the full error (word2vec, gensim ``cbow_mean=1``); with ``cbow_mean=False`` their
       sum predicts it and each receives the error divided by their number (gensim
@@ -135,17 +150,20 @@ def kernel(sg: bool, dim: int, body: int, batch_levels: int = 0, stats: bool = F
         raise ValueError(f"unknown body {body!r}")
     if (body == CUSTOM) != (custom is not None):
         raise ValueError("a custom body function goes with body=CUSTOM, and only with it")
+    if lock and body not in _TRAINING:
+        raise ValueError("lock factors go with a training body (one that updates input vectors)")
     SG, D, OUT, TOP, STATS = bool(sg), int(dim), int(body), int(batch_levels), bool(stats)
     MEAN = bool(cbow_mean) or SG
     SAT = bool(saturate)
     HOT = bool(hot) and OUT in (HS, NS, SO_HS)
     OWN = HOT and hot == OWN_PATHS and OUT != NS  # HS paths mapped in the thread's table
     MAP = HOT and not OWN and OUT != NS  # HS paths mapped per centre
+    LOCK = bool(lock)
     SRC = SOURCES
     WIDTH = VECTOR_WIDTH  # keys the disk cache too: the width changes the code
 
     def loop(ids, bounds, syn0, weights, larg, word_stats, keep_thr, window, reduce, alpha0,
-             min_alpha, words_before, total_words, seed, hot, hot_in):
+             min_alpha, words_before, total_words, seed, hot, hot_in, lockf=None):
         if SRC < 0 or WIDTH < 0:  # never: they only key the disk cache (_sources_digest)
             return 0.0, 0, 0
         state = np.uint64(seed)
@@ -168,10 +186,11 @@ def kernel(sg: bool, dim: int, body: int, batch_levels: int = 0, stats: bool = F
         own = np.empty((0, 0), np.int32)  # the thread's table of mapped paths (``thread_args``: last)
         if OWN:
             own = larg[-1]
+        lock = lockf if LOCK else NO_LOCK  # (without LOCK the argument is omitted: None)
         # what every body gets besides the layer's arrays: the loop's scratch, and the
         # compile-time settings (constants: folded once the body is inlined)
-        scratch = (neu, work, err, g, rowbuf, noise, hot, one, own)
-        cfg = (D, TOP, SAT, MAP, OWN, HOT)
+        scratch = (neu, work, err, g, rowbuf, noise, hot, one, own, lock)
+        cfg = (D, TOP, SAT, MAP, OWN, HOT, LOCK)
         loss = 0.0
         pairs = 0
         trained = 0
@@ -242,8 +261,7 @@ def kernel(sg: bool, dim: int, body: int, batch_levels: int = 0, stats: bool = F
                             r = ctx[j]
                             nll, state = custom(syn0[r], w, weights, larg, alpha, work, state)
                             centre_loss += nll
-                            for d in range(D):
-                                syn0[r, d] += work[d]
+                            add_to_input(syn0, r, work, lock, LOCK, D)
                 else:
                     if k == 0:
                         continue
@@ -280,7 +298,7 @@ def kernel(sg: bool, dim: int, body: int, batch_levels: int = 0, stats: bool = F
                     else:
                         centre_loss, state = custom(hidden, w, weights, larg, alpha, work, state)
                     if OUT != HS_SCORE and OUT != CLASS_SCORE:
-                        add_to_contexts(syn0, ctx, k, work, MEAN, D)
+                        add_to_contexts(syn0, ctx, k, work, MEAN, lock, LOCK, D)
                     k = 1  # one prediction per centre
                 pairs += k
                 loss += centre_loss
@@ -295,13 +313,13 @@ def kernel(sg: bool, dim: int, body: int, batch_levels: int = 0, stats: bool = F
 
 
 def sg_kernel(dim: int, body: int, batch_levels: int = 0, stats: bool = False, custom=None,
-              saturate: bool = False, hot: int = 0):
-    return kernel(True, dim, body, batch_levels, stats, custom, True, saturate, hot)
+              saturate: bool = False, hot: int = 0, lock: bool = False):
+    return kernel(True, dim, body, batch_levels, stats, custom, True, saturate, hot, lock)
 
 
 def cbow_kernel(dim: int, body: int, stats: bool = False, custom=None, cbow_mean: bool = True,
-                saturate: bool = False, hot: int = 0):
-    return kernel(False, dim, body, 0, stats, custom, cbow_mean, saturate, hot)
+                saturate: bool = False, hot: int = 0, lock: bool = False):
+    return kernel(False, dim, body, 0, stats, custom, cbow_mean, saturate, hot, lock)
 
 
 def pair_buffers(sg: bool, n_ids: int, window: int):

@@ -17,8 +17,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .common import (MAX_EXP, NLL_BY_CODE, SIGMOID_TABLE, lcg_next, lcg_u32, log_sigmoid_clipped,
-                     out_row, table_index)
+from .common import (MAX_EXP, NLL_BY_CODE, SIGMOID_TABLE, add_to_input, lcg_next, lcg_u32,
+                     log_sigmoid_clipped, out_row, table_index)
 from .compiler import prefetch_row
 
 
@@ -147,8 +147,7 @@ def centre(syn0, syn1neg, larg, scratch, ctx, k, w, alpha, state, cfg):
         r = ctx[j]
         loss += predict_drawn(syn0[r], w, syn1neg, larg, noise, j * negative, alpha, err, hot,
                               HOT, D)
-        for d in range(D):
-            syn0[r, d] += err[d]
+        add_to_input(syn0, r, err, scratch[9], cfg[6], D)
     return loss, state
 
 

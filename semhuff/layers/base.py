@@ -126,11 +126,14 @@ class OutputLayer:
         """Whether ``thread_args`` appends a table of the thread's mapped rows."""
         return False
 
-    def train_kernel(self, sg: bool, dim: int, cbow_mean: bool = True, hot: bool = False):
+    def train_kernel(self, sg: bool, dim: int, cbow_mean: bool = True, hot: bool = False,
+                     lock: bool = False):
+        """The compiled training loop; ``lock``: the variant that takes the input vectors'
+        lock factors (``loop.kernel(lock=True)``)."""
         custom = self.custom_body() if self.body == loop.CUSTOM else None
         mode = (loop.OWN_PATHS if self.thread_table() else loop.MAP_ROWS) if hot else 0
         return loop.kernel(sg, dim, self.body, self.batch_levels(), self.word_stats is not None,
-                           custom, cbow_mean, self.saturates(), mode)
+                           custom, cbow_mean, self.saturates(), mode, lock)
 
     def score_kernel(self, sg: bool, dim: int, cbow_mean: bool = True):
         raise OptionError(f"{self.describe()} does not give normalised probabilities, so held-out "
