@@ -6,7 +6,9 @@ at or after each multiple of K words (in-vocabulary tokens handed to the kernels
 down-sampling, counted over the whole ``train()`` call). Before a hook runs the trainer waits
 until every chunk in flight is finished, so the weights are quiescent: a hook may read them,
 write them, or change the output layer (e.g. re-assign a tree), and the next chunk sees the
-result. With ``workers=1`` and a seed, hook points and hence results are reproducible.
+result. With ``workers=1`` and a seed, hook points and hence results are reproducible. A hook
+whose K is below a chunk's words can ask for smaller chunks (``Hook.max_chunk_words``: the
+self-organized layers' re-assignment does on a small corpus); chunks are otherwise unchanged.
 
 The context is deliberately narrow: the input vectors, the output layer, the vocabulary counts,
 the progress, and the chunks of ids trained since the hook's previous call (as many words as
@@ -24,10 +26,17 @@ import numpy as np
 class Hook:
     """Override what you need. ``every_words``: K for ``on_words`` (None: never).
     ``recent_words``: how many of the latest input words ``on_words`` wants in
-    ``context.recent_chunks``."""
+    ``context.recent_chunks``. ``max_chunk_words``: the chunks this run cuts the corpus into
+    hold at most about this many input words (for an ``on_words`` that must run every K words
+    with K below the default chunk)."""
 
     every_words: Optional[int] = None
     recent_words: int = 0
+    # Input words a chunk may hold at most (None: any), read once after ``on_train_begin``
+    # (which may set it). Hooks run between chunks, so a K below a chunk's words is only
+    # honoured when the chunks are cut to it; only a hook that asks gets smaller chunks, so
+    # every other run keeps its chunking, its speed and its results.
+    max_chunk_words: Optional[int] = None
 
     def on_train_begin(self, context: "HookContext") -> None:
         pass

@@ -377,6 +377,25 @@ class TrainingRun:
         self.report.hook_calls += 1
 
     # -- chunks -----------------------------------------------------------------------------------
+    def fit_chunks(self, raw_tokens_per_epoch: int) -> None:
+        """Smaller chunks where a hook asks for them (``Hook.max_chunk_words``, input words, read
+        after ``on_train_begin``), so that its ``on_words`` runs every K words and not only at
+        the boundaries of the default chunks (a self-organized layer's re-assignment on a small
+        corpus). Set before the first chunk is read, for the whole call (the id cache keeps the
+        first epoch's chunks); a checkpoint's resume asks the same hooks and gets the same chunks.
+        Without such a hook nothing changes: the same chunks, seeds and speed."""
+        asked = [int(h.max_chunk_words) for h in self.hooks.hooks if h.max_chunk_words]
+        if not asked or min(asked) >= self.chunk_input_words:
+            return
+        s = self.settings
+        words = max(1, min(s.chunk_words, min(asked) * max(raw_tokens_per_epoch, 1)
+                           // max(self.retained_tokens, 1)))  # raw tokens, as chunk_words counts
+        self.source.chunk_words = words
+        self.chunk_input_words = max(1, round(words * self.retained_tokens
+                                              / max(raw_tokens_per_epoch, 1)))
+        logger.info("chunks of %s tokens (not %s) for this run: a hook runs every %s words",
+                    f"{words:,}", f"{s.chunk_words:,}", f"{min(asked):,}")
+
     def jobs(self, epoch: int, words_before: int, skip: Optional[Position] = None):
         digest, number = 0, -1
         chunks = prefetch(self.source.epoch(), 2 * self.session.concurrency)
@@ -450,6 +469,7 @@ class TrainingRun:
         self.started = self.epoch_started = time.perf_counter()
         try:
             self.call_hooks("on_train_begin")
+            self.fit_chunks(raw_tokens_per_epoch)
             if start is not None:
                 self.hooks.resume(start.words_before)
             for epoch in range(self.epoch, s.epochs):

@@ -19,7 +19,11 @@ SMALL = dict(vector_size=16, min_count=3, epochs=3, workers=1, seed=3, progress=
              chunk_words=2000)
 LAYERS = {"hs": {}, "ns": dict(loss="ns"),
           "self-organized": dict(loss="hs-self-organized",
-                                 layer_options=dict(reassign_every=7000, clusters=8))}
+                                 layer_options=dict(reassign_every=7000, clusters=8)),
+          # K from the run (4,608 words) below the default chunk's ~77,000: chunks cut to K/2,
+          # and the resumed run must cut them the same way
+          "self-organized-default": dict(loss="hs-self-organized", chunk_words=100_000,
+                                         layer_options=dict(clusters=8))}
 
 
 class Crash(Hook):
@@ -54,9 +58,12 @@ def test_crash_and_resume_equals_an_uninterrupted_run(tmp_path, lee_path, layer,
     assert state["position"]["epoch"] == (0 if crash_at < 50_000 else 1)
     resumed = Word2Vec.resume(path, progress=False)
     assert _same(resumed, reference)
-    if layer == "self-organized":  # the re-assignments happened at the same words
+    if layer.startswith("self-organized"):  # the re-assignments happened at the same words
+        assert len(reference.layer.organizer.history) >= 5
         np.testing.assert_array_equal(resumed.layer.organizer.history[:, 0],
                                       reference.layer.organizer.history[:, 0])
+    if layer == "self-organized-default":  # lee is one default chunk an epoch
+        assert len(reference.reports[0].chunks) > 10 * SMALL["epochs"]
     assert len(resumed.reports[-1].chunks) == len(reference.reports[0].chunks)
     assert resumed.train_calls == 1 and read_state(path)["complete"]
 

@@ -35,9 +35,14 @@ cluster perplexity and moves fewer words (docs/self_organized.md has the measure
 its length, ``auto_reassign_every``: ``AUTO_REASSIGNMENTS`` re-assignments within the share of
 the call that re-assigns (``reassign_until``), at most ``DEFAULT_REASSIGN_EVERY`` words apart
 (the fixed default before, kept for long runs: the measurements in docs/self_organized.md
-used it). A fixed K gave a short run on a small corpus no re-assignment at all (issue 23). A
-run whose settings allow none (an explicit K longer than its re-assigning share) is warned
-about before it trains, not refused: a K beyond the run is also how clusters are kept fixed.
+used it). A fixed K gave a short run on a small corpus no re-assignment at all (issue 23).
+Re-assignments run between chunks (100,000 tokens by default), so a K below a chunk's words
+has that ``train()`` call's chunks cut to K/2 words (``ReassignHook.max_chunk_words``, at
+least ``MIN_CHUNK_WORDS``): a small corpus (gensim's lee, 46k words an epoch: one chunk an epoch)
+gets its ~10 re-assignments, not one at each epoch's end. Runs whose K is a chunk or more
+(and every other layer's) keep the default chunks. A run whose settings allow none (an
+explicit K longer than its re-assigning share) is warned about before it trains, not refused:
+a K beyond the run is also how clusters are kept fixed.
 
 ``margin`` (bits, default 0 as in the paper): a word leaves its cluster only for one that ranks
 higher by more than this. ``reassign_until`` (default 1/3; the paper: 1): re-assign only during
@@ -65,6 +70,11 @@ SMOOTHINGS = ("interval", "epoch", "printed")
 CRITERIA = ("lift", "log-prob")
 DEFAULT_REASSIGN_EVERY = 1_000_000  # the most words between automatic re-assignments
 AUTO_REASSIGNMENTS = 10  # re-assignments an automatic K gives a run (fewer past 30M words)
+# Re-assignments run between chunks, so a K below a chunk's words has the chunks cut to K
+# (``Hook.max_chunk_words``), but not below this many input words: a chunk costs a hand-off
+# to a worker thread and a sync of its private hot rows, small against the kernel's ~2 ms on
+# 1,000 words, and the cut holds for the whole call, also after the clusters are frozen.
+MIN_CHUNK_WORDS = 1_000
 
 # The SelfOrganizer's settings, declared once (``semhuff.options``): both clustered layers take
 # them, and the command line, Word2Vec's checks and --init-model read them from here.
@@ -108,6 +118,7 @@ class SelfOrganizer:
         self.clusters = clusters
         self.reassign_every = None if reassign_every is None else int(reassign_every)
         self.every = self.reassign_every  # K of the current (or last) train() call
+        self.chunk_cap: Optional[int] = None  # its chunks' most input words (plan_run)
         self.cluster_init = cluster_init
         self.smoothing = smoothing
         self.criterion = criterion
@@ -137,12 +148,24 @@ class SelfOrganizer:
 
     def plan_run(self, total_words: int, chunk_words: int = 0) -> int:
         """K for a ``train()`` call of ``total_words`` input words (``reassign_every``, or
-        the automatic one); a warning when it allows no re-assignment: K, or the first chunk
-        boundary (``chunk_words``: re-assignments run between chunks), past the share of the
-        run that re-assigns."""
+        the automatic one), and ``chunk_cap``: the input words a chunk may hold for
+        re-assignments every K words (they run between chunks; None: any chunk will do). A
+        warning when the settings allow no re-assignment: K, or the first chunk boundary
+        (``chunk_words``: the default chunk's input words, cut to ``chunk_cap``), past the
+        share of the run that re-assigns."""
         window = int(self.reassign_until * total_words)
         self.every = (auto_reassign_every(window) if self.reassign_every is None
                       else self.reassign_every)
+        # A K that fires within the window gets chunks of at most K/2 words, so that a small
+        # corpus, whose whole epoch may be one default chunk, re-assigns every K words too.
+        # Half, not K: chunks end at sentence ends, so chunks of about K words put their
+        # boundaries just before or just after the multiples of K by turns, and a re-assignment
+        # came almost K late or was skipped (lee, 5 epochs: 7 of the 10, against 9 with K/2);
+        # with K/2 each multiple has a boundary within K/2 after it.
+        self.chunk_cap = (max(self.every // 2, MIN_CHUNK_WORDS) if self.every <= window
+                          else None)
+        if chunk_words and self.chunk_cap:
+            chunk_words = min(chunk_words, self.chunk_cap)
         if self.every <= window < chunk_words:
             logger.warning(
                 "the self-organized clusters will never be re-assigned: re-assignments run "
@@ -225,8 +248,9 @@ class SelfOrganizer:
 
 class ReassignHook(Hook):
     """Every ``reassign_every`` words: the layer re-assigns its words (``layer.reorganize``);
-    at the start of training it chooses K for this run (``SelfOrganizer.plan_run``) and sets
-    its smoothing (``layer.prepare``)."""
+    at the start of training it chooses K for this run (``SelfOrganizer.plan_run``), asks for
+    chunks of at most K/2 words where the default ones are longer (``max_chunk_words``) and
+    sets its smoothing (``layer.prepare``)."""
 
     def __init__(self, layer, every: Optional[int], heldout=None):
         self.layer = layer
@@ -234,8 +258,9 @@ class ReassignHook(Hook):
         self.heldout = heldout
 
     def on_train_begin(self, context) -> None:
-        self.every_words = self.layer.organizer.plan_run(context.total_words,
-                                                         context.chunk_words)
+        organizer = self.layer.organizer
+        self.every_words = organizer.plan_run(context.total_words, context.chunk_words)
+        self.max_chunk_words = organizer.chunk_cap
         self.layer.prepare(context)
 
     def on_words(self, context) -> None:
@@ -260,7 +285,7 @@ class ReassignHook(Hook):
 def auto_reassign_every(window_words: int) -> int:
     """The automatic K: ``AUTO_REASSIGNMENTS`` re-assignments within ``window_words``, at most
     ``DEFAULT_REASSIGN_EVERY`` apart (re-assignments happen at chunk boundaries: a K below a
-    chunk's words means one at every boundary)."""
+    chunk's words has the run's chunks cut to K/2, down to ``MIN_CHUNK_WORDS``)."""
     return int(min(DEFAULT_REASSIGN_EVERY, max(1, window_words // AUTO_REASSIGNMENTS)))
 
 
