@@ -405,6 +405,8 @@ class Word2Vec:
         scanned = self._scanned
         if scanned is not None and scanned[1] is vocab and _same_corpus(scanned[0], corpus):
             return vocab.retained_tokens, vocab.total_tokens
+        if self.dask_runner is not None:  # on the cluster, shard by shard (every shard's rate)
+            return self.dask_runner.count_words(self, corpus)
         if is_one_shot(corpus):
             logger.warning("train() on a one-shot iterator cannot count its words ahead: the "
                            "learning rate decays over the vocabulary's corpus length (%d words "

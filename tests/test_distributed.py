@@ -21,6 +21,7 @@ from semhuff.distributed.rounds import combine  # noqa: E402
 from semhuff.distributed.splits import SplitCorpus, plan_splits, subdivide  # noqa: E402
 from semhuff.distributed.vocab import count_vocab  # noqa: E402
 from semhuff.errors import CheckpointError, OptionError  # noqa: E402
+from semhuff.schedule import Schedule  # noqa: E402
 from semhuff.eval.dask_planted import SETTINGS, class_purity, planted_corpus  # noqa: E402
 from semhuff.vocab import Vocab  # noqa: E402
 
@@ -186,3 +187,66 @@ def test_a_checkpointed_dask_run_resumes_to_the_uninterrupted_result(client, tmp
     np.testing.assert_array_equal(resumed.layer.weights, reference.layer.weights)
     assert len(resumed.reports[-1].dask.rounds) == len(reference.reports[-1].dask.rounds)
     assert read_state(tmp_path / "c.npz")["complete"]
+
+
+# -- continued training (issue 23): the schedule runs over the new corpus, as on one machine ------
+
+def _shard_ends(client, monkeypatch):
+    """Filled as training runs: per worker, (shard, words trained, words its schedule runs
+    over); seen from the client, by the ShardTrainer each worker is given and the rounds'
+    results."""
+    import semhuff.distributed as dist
+    from semhuff.distributed.rounds import ShardTrainer
+    totals, ends = {}, []
+    submit, real_round = client.submit, dist._round
+
+    def watched_submit(fn, *args, **kwargs):
+        if fn is ShardTrainer:
+            totals[args[0]] = args[6]["total_words"]  # (shard, ..., settings, ...)
+        return submit(fn, *args, **kwargs)
+
+    def watched_round(*args, **kwargs):
+        results = real_round(*args, **kwargs)
+        ends.extend((i, r["words_done"], totals[i]) for i, r in results.items() if r["done"])
+        return results
+    monkeypatch.setattr(client, "submit", watched_submit)
+    monkeypatch.setattr(dist, "_round", watched_round)
+    return ends
+
+
+@pytest.mark.parametrize("first, then", [(240, 60), (60, 240)])
+def test_continued_training_on_dask_decays_over_the_new_corpus(client, tmp_path, lee_path,
+                                                               monkeypatch, first, then):
+    """``model.train(other.txt)`` after a Dask run, and a loaded model continued on Dask (what
+    ``semhuff-train more.txt --init-model m.npz --dask ...`` does): every worker's rate falls
+    from alpha to min_alpha over its shard of the new corpus x epochs (ends at min_alpha,
+    neither early nor short of it), and the report counts the new corpus (tests/
+    test_continue_resume.py is the same on one machine)."""
+    lines = [line for line in open(lee_path, encoding="utf-8").read().splitlines() if line.split()]
+    parts = {}
+    for n in (first, then):
+        parts[n] = str(tmp_path / f"lee{n}.txt")
+        open(parts[n], "w", encoding="utf-8").write("\n".join(lines[:n]) + "\n")
+    settings = dict(vector_size=8, min_count=2, alpha=0.05, min_alpha=0.002, epochs=1, seed=2,
+                    chunk_words=1_000, progress=False)
+    spec = DaskTraining(client, round_words=3_000)
+    ends = _shard_ends(client, monkeypatch)
+    model = Word2Vec(parts[first], dask=spec, **settings)
+    model.save(tmp_path / "m.npz")
+    loaded = Word2Vec.load(tmp_path / "m.npz", progress=False)
+    loaded.dask = spec
+    vocab = model.vocab
+    tokens = [w for line in lines[:then] for w in line.split()]
+    in_vocab = sum(1 for w in tokens if w in vocab.index)  # counted here, independently
+    for continued in (model, loaded):
+        ends.clear()
+        report = continued.train(parts[then], epochs=2)
+        assert report.raw_words == 2 * len(tokens) and len(report.epochs) == 2
+        assert [e.raw_words for e in report.epochs] == [len(tokens)] * 2
+        assert sorted(shard for shard, *_ in ends) == [0, 1]
+        assert sum(total for _, _, total in ends) == 2 * in_vocab
+        for shard, done, total in ends:  # its schedule is its own words (before: by bytes,
+            assert done == total, (shard, done, total)  # lee60: 9,452 of 9,550 and 9,648)
+            rate = Schedule(settings["alpha"], settings["min_alpha"], total).at(done)
+            assert rate == pytest.approx(settings["min_alpha"])
+        assert continued.train_calls == 2

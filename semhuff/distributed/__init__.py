@@ -21,7 +21,7 @@ import logging
 import os
 import time
 from dataclasses import dataclass, field
-from typing import List, Optional
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -30,7 +30,7 @@ from ..errors import CheckpointError, OptionError, SemhuffError, TrainingDiverge
 from ..trainer import ChunkStats, EpochStats, TrainReport
 from .rounds import COMBINES, RowWeights, ShardTrainer, check_layer, combine
 from .splits import corpus_files, plan_splits
-from .vocab import count_vocab
+from .vocab import count_shards, count_vocab
 
 logger = logging.getLogger(__name__)
 
@@ -142,7 +142,9 @@ class DaskRunner:
     def __init__(self, spec):
         self.spec = as_training(spec)
         self.runtime: Optional[Runtime] = None
-        self.shards = None  # (files, shards, tokens per shard) of the last map-reduce
+        # files -> (shards, tokens per shard) as last counted on the cluster (build_vocab's
+        # map-reduce: raw tokens; count_words: in-vocabulary ones): each shard's share
+        self.shards: Dict[Tuple[str, ...], tuple] = {}
 
     def _connect(self, model) -> Runtime:
         if model.device != "cpu":  # the shards train with the CPU session
@@ -160,8 +162,24 @@ class DaskRunner:
         vocab, shard_tokens = count_vocab(runtime.client, shards, model.min_count,
                                           model.max_vocab_size, model.max_final_vocab,
                                           model.max_sentence_length)
-        self.shards = (files, shards, shard_tokens)
+        self.shards[tuple(files)] = (shards, shard_tokens)
         return vocab
+
+    def count_words(self, model, sentences) -> Tuple[int, int]:
+        """(in-vocabulary, raw) words an epoch of ``sentences`` holds (a corpus other than the
+        one ``build_vocab`` counted: continued training), counted on the cluster shard by shard
+        (``vocab.count_shards``), so that ``train`` runs each worker's learning rate over
+        exactly its shard's words: every worker ends at min_alpha, none early."""
+        runtime = self._connect(model)
+        files = _files(sentences)
+        shards = plan_splits(files, len(runtime.workers()))
+        kept, raw = count_shards(runtime.client, shards, model.vocab.words,
+                                 model.max_sentence_length)
+        self.shards[tuple(files)] = (shards, kept)
+        logger.info("this corpus, counted on %d workers: %d words an epoch, %d of them in the "
+                    "vocabulary (the learning rate falls to min_alpha over these)", len(shards),
+                    sum(raw), sum(kept))
+        return max(1, sum(kept)), max(1, sum(raw))
 
     def train(self, model, corpus, epochs: int, words_per_epoch, checkpoint, hooks,
               start=None) -> TrainReport:
@@ -173,8 +191,10 @@ class DaskRunner:
                                   "it without Dask")
         runtime = self._connect(model)
         try:
+            files = _files(corpus)
+            counted = self.shards.get(tuple(files))
             return train(model, corpus, epochs, runtime, self.spec, words_per_epoch,
-                         checkpoint, start, self.shards)
+                         checkpoint, start, None if counted is None else (files, *counted))
         finally:
             self.close()
 
@@ -201,7 +221,8 @@ def train(model, sentences, epochs: int, runtime: Runtime, spec: DaskTraining,
     """Train ``model`` (vocabulary and layer ready) on the cluster; its weights are replaced by
     the combined ones. ``checkpoint`` (a ``Checkpointer``) is offered the position after every
     round; ``start``: such a position, to continue from; ``counted``: the map-reduce's
-    ``(files, shards, tokens per shard)`` (``DaskRunner.shards``)."""
+    ``(files, shards, tokens per shard)`` (``DaskRunner.shards``): each shard's share of the
+    words; without it, of the bytes."""
     check_layer(model.layer, model.vocab.counts)
     files = _files(sentences)
     workers = runtime.workers()

@@ -1,5 +1,6 @@
 """The vocabulary as a map-reduce: every split counted by a task on the cluster, the counts
-added on the client in split order.
+added on the client in split order; and the same map for the words of another corpus
+(``count_shards``: continued training, whose schedule runs over that corpus).
 
 Adding ``Counter``s in order keeps the single pass's first-seen order (ties in the vocabulary
 are broken by it), and the splits hold exactly the file's tokens (``splits.py``), so the
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from typing import List, Optional, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 from ..errors import VocabError
 from ..vocab import Vocab, prune_counts, scan_counts
@@ -59,3 +60,31 @@ def count_vocab(client, shards: List[List[Split]], min_count: int = 5,
     logger.info("vocabulary from %d splits on the cluster: %d words of %d distinct "
                 "(min_count=%d), %d tokens", len(tasks), len(vocab), len(counts), min_count, total)
     return vocab, shard_tokens
+
+
+def count_split_words(split: Split, words: Sequence[str], max_sentence_length: int):
+    """The map of ``count_shards``: (in-vocabulary, raw) tokens of one split, read as training
+    reads it (``encode.count_words``)."""
+    from ..encode import count_words
+    index = {w: i for i, w in enumerate(words)}
+    return count_words(SplitCorpus([split], max_sentence_length), index)
+
+
+def count_shards(client, shards: List[List[Split]], words: Sequence[str],
+                 max_sentence_length: int = 10_000, split_bytes: int = 64 << 20
+                 ) -> Tuple[List[int], List[int]]:
+    """(in-vocabulary tokens, raw tokens) of each shard, counted on the cluster split by split:
+    each worker's learning rate then falls over exactly its shard's words."""
+    tasks = [(i, split) for i, shard in enumerate(shards) for split in subdivide(shard, split_bytes)]
+    kept, raw = [0] * len(shards), [0] * len(shards)
+    if not tasks:
+        return kept, raw
+    [vocabulary] = client.scatter([list(words)], broadcast=True)
+    futures = client.map(count_split_words, [split for _, split in tasks], pure=False,
+                         words=vocabulary, max_sentence_length=max_sentence_length)
+    for (shard, _), future in zip(tasks, futures):
+        k, r = future.result()
+        future.release()
+        kept[shard] += k
+        raw[shard] += r
+    return kept, raw
