@@ -324,3 +324,29 @@ def ns_outputs(noise):
     """NS entries for ``minibatch``: the target (label 1), then pair ``j``'s noise words
     ``noise[j]`` (label 0), one equal to the target skipped."""
     return lambda target, j: [(target, 1)] + [(int(z), 0) for z in noise[j] if z != target]
+
+
+def skipgram_ns_batched(sentence, syn0, syn1neg, window, noise: Sequence[int], alpha):
+    """Negative sampling, ``ns_order="batched"`` (HogBatch, Ji et al. 2016): at each centre its
+    contexts share one set of noise words; for each output row in turn (the centre's, then each
+    noise word's; one equal to the centre skipped) all contexts are scored against the row as it
+    stands, their errors take that row, and the row then takes the sum of their updates; the
+    context vectors (as they were at the centre's start) receive their errors after the last
+    row. Written as matrix products over the window."""
+    syn0, out = syn0.astype(np.float64), syn1neg.astype(np.float64)
+    loss = 0.0
+    for pos, w in enumerate(sentence):
+        ctx = [sentence[c] for c in contexts(len(sentence), pos, window)]
+        if not ctx:
+            continue
+        inputs = syn0[ctx]  # k x dim, fixed for the whole centre
+        err = np.zeros_like(inputs)
+        for target, label in [(w, 1)] + [(z, 0) for z in noise if z != w]:
+            scores = inputs @ out[target]
+            g = (label - np.array([sigmoid(s) for s in scores])) * alpha
+            loss -= sum(log_sigmoid(s if label else -s) for s in scores)
+            err += np.outer(g, out[target])
+            out[target] += g @ inputs
+        for j, c in enumerate(ctx):
+            syn0[c] += err[j]
+    return syn0, out, loss

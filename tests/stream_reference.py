@@ -200,3 +200,32 @@ def pairs(ids, bounds, keep_thr, window, alpha0, min_alpha, words_before, total_
         elif ctx:
             out.append((ctx, w, alpha))
     return out
+
+
+def sg_ns_batched(ids, bounds, syn0, syn1neg, alias_thr, alias_idx, negative, keep_thr, window,
+                  alpha0, min_alpha, words_before, total_words, seed):
+    """ns_order="batched": one draw of ``negative`` noise words per centre (none for a centre
+    without contexts), each row scored against all contexts, then updated with their sum."""
+    rng, totals = Lcg(seed), Totals()
+    for alpha, w, ctx in _centres(ids, bounds, keep_thr, window, alpha0, min_alpha, words_before,
+                                  total_words, rng, totals):
+        totals.pairs += len(ctx)
+        if not ctx:
+            continue
+        noise = []
+        for _ in range(negative):
+            i = (int(rng.u32()) * len(alias_idx)) >> 32
+            noise.append(int(i) if rng.u32() < alias_thr[i] else int(alias_idx[i]))
+        err = np.zeros((len(ctx), syn0.shape[1]), np.float32)
+        for target, label in [(w, 1)] + [(z, 0) for z in noise if z != w]:
+            row = syn1neg[target].copy()
+            for j, r in enumerate(ctx):
+                s = float(np.dot(syn0[r], row))
+                f = 1.0 if s >= MAX_EXP else 0.0 if s <= -MAX_EXP else float(SIGMOID_TABLE[int((s + MAX_EXP) * TABLE_SCALE)])
+                totals.loss += _table_sigmoid_and_nll(s, 0 if label else 1)[1]
+                g = np.float32((label - f) * alpha)
+                err[j] += g * row
+                syn1neg[target] += g * syn0[r]
+        for j, r in enumerate(ctx):
+            syn0[r] += err[j]
+    return totals.result()

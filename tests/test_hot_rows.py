@@ -69,10 +69,14 @@ def test_private_rows_do_the_same_arithmetic(loss, thread_table, sg, tree):
     assert moved > 1e-3  # the hot rows were trained
     moved = np.abs(plain.syn0[hot.hot_in.rows] - model.syn0[hot.hot_in.rows]).max()
     assert moved > 1e-3  # and the hot input vectors
-    np.testing.assert_allclose(hot.layer.weights, plain.layer.weights, atol=2e-5)
+    # the merges' rounding, amplified by training: up to 1.7e-5 (NS in word2vec's order) and
+    # 4.8e-5 (batched NS: a row takes a window's updates at once) over updates of about 1; a
+    # row sent to the wrong copy would be off by the size of an update
+    atol = 6e-5
+    np.testing.assert_allclose(hot.layer.weights, plain.layer.weights, atol=atol)
     hot.to_host()  # the model's own array gets the shared rows
     assert hot.host_syn0 is not hot.syn0 and hot.host_syn0.shape == plain.syn0.shape
-    np.testing.assert_allclose(hot.host_syn0, plain.syn0, atol=2e-5)
+    np.testing.assert_allclose(hot.host_syn0, plain.syn0, atol=atol)
 
 
 def test_hot_inputs_are_the_words_written_most_as_contexts():
@@ -238,7 +242,11 @@ def test_a_changed_tree_trains_through_the_new_trees_rows():
             session.train_chunk(plan, chunk, before, int(mix_seed(1, 0, i + 1)))
             before += len(chunk.ids)
     plain, hot = sessions
-    np.testing.assert_allclose(hot.layer.weights, plain.layer.weights, atol=2e-5)
+    # the merges' rounding, amplified by training: up to 1.7e-5 (NS in word2vec's order) and
+    # 4.8e-5 (batched NS: a row takes a window's updates at once) over updates of about 1; a
+    # row sent to the wrong copy would be off by the size of an update
+    atol = 6e-5
+    np.testing.assert_allclose(hot.layer.weights, plain.layer.weights, atol=atol)
 
 
 def test_two_workers_leave_their_training_in_the_models_own_array():

@@ -155,3 +155,8 @@ def test_alias_table_draws_follow_weights():
         prob[i] += keep / n
         prob[alias[i]] += (1 - keep) / n
     np.testing.assert_allclose(prob, weights / weights.sum(), atol=1e-8)
+
+
+@pytest.mark.parametrize("sample", [0.0, 0.05])
+def test_sg_ns_batched_matches_stream_reference(sample):
+    _compare(loop.sg_kernel(DIM, loop.NS, 1), reference.sg_ns_batched, _ns_args, len, sample)

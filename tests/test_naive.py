@@ -287,3 +287,18 @@ def test_all_ones_lock_is_bit_identical_to_no_lock(sg, body):
 def test_lock_goes_with_a_training_body():
     with pytest.raises(ValueError, match="lock factors"):
         loop.kernel(True, DIM, loop.HS_SCORE, lock=True)
+
+
+def test_negative_sampling_batched_step():
+    """ns_order="batched" (a centre's contexts share its noise words, HogBatch) against its own
+    naive reference, and not the same computation as word2vec's order."""
+    syn0, syn1neg = _weights(len(COUNTS), 3), _weights(len(COUNTS), 4)
+    got0, got1, loss, _ = _run(loop.sg_kernel(DIM, loop.NS, 1), syn0, syn1neg, _one_noise_word())
+    exp0, exp1, exp_loss = naive.skipgram_ns_batched(SENTENCE.tolist(), syn0, syn1neg, WINDOW,
+                                                     [NOISE_WORD] * NEGATIVE, ALPHA)
+    _close(got0, syn0, exp0)
+    _close(got1, syn1neg, exp1)
+    assert loss == pytest.approx(exp_loss, rel=1e-2)
+    w2v0, _, _ = naive.skipgram(SENTENCE.tolist(), syn0, syn1neg, WINDOW,
+                                naive.ns_predictor([NOISE_WORD] * NEGATIVE, ALPHA))
+    assert np.abs(w2v0 - exp0).max() > 0.05 * np.abs(exp0 - syn0).max()

@@ -191,6 +191,8 @@ def kernel(sg: bool, dim: int, body: int, batch_levels: int = 0, stats: bool = F
         # compile-time settings (constants: folded once the body is inlined)
         scratch = (neu, work, err, g, rowbuf, noise, hot, one, own, lock)
         cfg = (D, TOP, SAT, MAP, OWN, HOT, LOCK)
+        # HS_NS's NS part: TOP is the HS layer's levels, its NS keeps word2vec's order
+        cfg_ns = (D, 0, SAT, MAP, OWN, HOT, LOCK)
         loss = 0.0
         pairs = 0
         trained = 0
@@ -245,7 +247,7 @@ def kernel(sg: bool, dim: int, body: int, batch_levels: int = 0, stats: bool = F
                         centre_loss, state = hs.centre(syn0, weights, larg[0], scratch, ctx, k,
                                                        w, alpha, state, cfg)
                         ns_loss, state = ns.centre(syn0, larg[2], larg[1], scratch, ctx, k, w,
-                                                   alpha, state, cfg)
+                                                   alpha, state, cfg_ns)
                         centre_loss += ns_loss
                     elif OUT == CLASS:
                         centre_loss, state = classes.centre(syn0, weights, larg, scratch, ctx, k,

@@ -135,9 +135,12 @@ def predict_drawn(h, w, syn1neg, larg, noise, first, alpha, err, hot, HOT, D):
 
 @numba.njit(inline="always", nogil=True)
 def centre(syn0, syn1neg, larg, scratch, ctx, k, w, alpha, state, cfg):
-    """The skip-gram body (the loop's one signature, ``loop.py``): the centre's noise words are
-    drawn first (``draw``: their rows prefetched), then each of the ``k`` contexts predicts
-    ``w`` against its own ``negative`` of them and receives its error. Returns (nll, state)."""
+    """The skip-gram body (the loop's one signature, ``loop.py``), word2vec's order: the
+    centre's noise words are drawn first (``draw``: their rows prefetched), then each of the
+    ``k`` contexts predicts ``w`` against its own ``negative`` of them and receives its error.
+    With ``cfg``'s TOP > 0, ``centre_batched``. Returns (nll, state)."""
+    if cfg[1] > 0:  # the layer's order "batched" (its ``batch_levels``): HogBatch
+        return centre_batched(syn0, syn1neg, larg, scratch, ctx, k, w, alpha, state, cfg)
     D, HOT = cfg[0], cfg[5]
     err, noise, hot = scratch[1], scratch[5], scratch[6]
     negative = larg[2]
@@ -160,3 +163,55 @@ def predict(h, w, syn1neg, larg, scratch, alpha, err, state, cfg):
     state = draw(larg, larg[2], noise, syn1neg, state, hot, HOT)
     return predict_drawn(h, w, syn1neg, larg, noise, 0, alpha, err, hot, HOT, D), state
 
+
+@numba.njit(inline="always", nogil=True)
+def centre_batched(syn0, syn1neg, larg, scratch, ctx, k, w, alpha, state, cfg):
+    """The skip-gram body with one draw of noise words per centre (``ns_order="batched"``:
+    HogBatch, Ji et al. 2016, "Parallelizing Word2Vec in Shared and Distributed Memory"): the
+    ``k`` contexts share the centre's ``negative`` noise words, and each output row (the
+    centre's, then each noise word's) is scored against all ``k`` contexts at once; the
+    contexts' errors come from the row as it was before its update, the row then takes all
+    ``k`` updates (a small matrix product), and each context vector receives its error after
+    the last row. ``k``-fold fewer noise rows fetched and drawn than word2vec's fresh noise
+    words per context. Returns (nll, state)."""
+    D, HOT, LOCK = cfg[0], cfg[5], cfg[6]
+    neu, row, g, noise, hot, lockf = scratch[0], scratch[1], scratch[3], scratch[5], \
+        scratch[6], scratch[9]
+    negative = larg[2]
+    n = np.uint64(k)
+    if k == 0:  # no context: nothing to predict, nothing drawn
+        return 0.0, state
+    state = draw(larg, negative, noise, syn1neg, state, hot, HOT)
+    word = np.uint64(out_row(hot, w, HOT))
+    for j in range(n):
+        for d in range(D):
+            neu[j, d] = 0.0
+    loss = 0.0
+    for t in range(negative + 1):
+        if t == 0:
+            target = word
+            label = np.float32(1.0)
+        else:
+            target = noise[t - 1]
+            if target == word:
+                continue
+            label = np.float32(0.0)
+        for d in range(D):
+            row[d] = syn1neg[target, d]
+        for j in range(n):
+            r = np.uint64(ctx[j])
+            s = np.float32(0.0)
+            for d in range(D):
+                s += syn0[r, d] * row[d]
+            g[j], nll = _gradient_and_loss(s, label, alpha)
+            loss += nll
+        for j in range(n):
+            gj = g[j]
+            r = np.uint64(ctx[j])
+            for d in range(D):
+                neu[j, d] += gj * row[d]
+            for d in range(D):
+                syn1neg[target, d] += gj * syn0[r, d]
+    for j in range(n):
+        add_to_input(syn0, ctx[j], neu[j], lockf, LOCK, D)
+    return loss, state

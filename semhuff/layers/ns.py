@@ -1,4 +1,12 @@
-"""Negative sampling: the baseline both papers compare against."""
+"""Negative sampling: the baseline both papers compare against.
+
+``ns_order`` (skip-gram only) says how a centre's contexts meet their noise words:
+"batched" (the default since issue 24): one draw of ``negative`` noise words per centre, shared
+by its contexts, each output row updated once with all their gradients (HogBatch, Ji et al.
+2016; ``kernels/ns.py``), 1.7x faster kernels at the same quality (docs/performance.md,
+"Negative sampling, batched"); "word2vec": fresh noise words for every context, word2vec.c's
+order exactly. CBOW has one prediction per centre, so both are the same there. A model file
+saved before the option existed was trained in word2vec's order, and loads with it."""
 from __future__ import annotations
 
 from typing import Dict
@@ -13,6 +21,11 @@ from .base import OutputLayer
 
 NEGATIVE = Option("negative", int, 5, "noise words per prediction", check=positive_int)
 NS_EXPONENT = Option("ns_exponent", float, 0.75, "noise words are drawn from unigram^this")
+NS_ORDERS = ("batched", "word2vec")
+NS_ORDER = Option("ns_order", str, "batched", "skip-gram + NS: a centre's contexts share one "
+                  "draw of noise words and each row takes their updates at once (batched, "
+                  "HogBatch: 1.7x faster kernels, same quality), or word2vec.c's fresh noise "
+                  "words for every context (word2vec)", choices=NS_ORDERS)
 
 
 class NegativeSampling(OutputLayer):
@@ -21,7 +34,7 @@ class NegativeSampling(OutputLayer):
 
     body = loop.NS
     devices = ("cpu", "cuda")
-    OPTIONS = (NEGATIVE, NS_EXPONENT)
+    OPTIONS = (NEGATIVE, NS_EXPONENT, NS_ORDER)
     # Private rows of the most frequent words for each thread (cpu_session.HotRows): noise words
     # spread wider than HS's top nodes, so more rows; each row gets a smaller share of the
     # updates, and summing the changes keeps the quality where averaging lost it
@@ -29,17 +42,21 @@ class NegativeSampling(OutputLayer):
     HOT_ROWS = 4096
     HOT_MERGE = "sum"
 
-    def __init__(self, negative: int = 5, exponent: float = 0.75):
+    def __init__(self, negative: int = 5, exponent: float = 0.75, order: str = "word2vec"):
+        # ``order``'s default here is for files saved before it existed (``from_state``); new
+        # layers get NS_ORDER's default through ``create``
         super().__init__()
         NEGATIVE.validate(negative)
+        NS_ORDER.validate(order)
+        self.order = order
         self.negative = int(negative)
         self.exponent = float(exponent)
         self.alias_thr = self.alias_idx = None
 
     @classmethod
-    def create(cls, vocab, seed=1, negative=5, ns_exponent=0.75):
+    def create(cls, vocab, seed=1, negative=5, ns_exponent=0.75, ns_order=NS_ORDER.default):
         vocab.need_two_words("negative sampling")  # else every noise word is the target
-        layer = cls(negative, ns_exponent)
+        layer = cls(negative, ns_exponent, ns_order)
         layer.set_noise(vocab.counts)
         return layer
 
@@ -52,6 +69,10 @@ class NegativeSampling(OutputLayer):
 
     def kernel_args(self):
         return (self.alias_thr, self.alias_idx, self.negative)
+
+    def batch_levels(self):
+        """The kernels' TOP: > 0 runs the batched skip-gram body (``ns.centre_batched``)."""
+        return 1 if self.order == "batched" else 0
 
     def gpu_program(self, backend):
         return BinaryOutputs(self, "ns")
@@ -67,7 +88,7 @@ class NegativeSampling(OutputLayer):
         return np.argsort(-np.asarray(counts), kind="stable")[:n]
 
     def config(self):
-        return {"negative": self.negative, "exponent": self.exponent}
+        return {"negative": self.negative, "exponent": self.exponent, "order": self.order}
 
     def arrays(self) -> Dict[str, np.ndarray]:
         return {**super().arrays(), "alias_thr": self.alias_thr, "alias_idx": self.alias_idx}
@@ -82,4 +103,5 @@ class NegativeSampling(OutputLayer):
         return (1 + self.negative) * float(np.log(2.0))
 
     def describe(self):
-        return f"negative sampling ({self.negative} noise words, unigram^{self.exponent:g})"
+        return (f"negative sampling ({self.negative} noise words, unigram^{self.exponent:g}, "
+                f"{self.order} order)")
