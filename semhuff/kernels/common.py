@@ -187,6 +187,21 @@ def add_to_input(syn0, r, err, lockf, LOCK, D):
 
 
 @numba.njit(inline="always", nogil=True)
+def batched_row_update(syn0, out, node, ctx, n, g, neu, row, D):
+    """The update half of one output row batched over a centre's ``n`` contexts (HS's top
+    levels, p-tHSM; negative sampling's batched order, HogBatch): context j's error ``neu[j]``
+    takes the row as it was (``row``, a copy), and the row ``out[node]`` takes every context's
+    update ``g[j] * syn0[ctx[j]]``."""
+    for j in range(n):
+        gj = g[j]
+        r = np.uint64(ctx[j])
+        for d in range(D):
+            neu[j, d] += gj * row[d]
+        for d in range(D):
+            out[node, d] += gj * syn0[r, d]
+
+
+@numba.njit(inline="always", nogil=True)
 def add_to_contexts(syn0, ctx, k, err, mean, lockf, LOCK, D):
     """CBOW's update: every context vector (each occurrence) receives the full error after a
     mean (word2vec), its share ``err / k`` after a sum (gensim cbow_mean=0), through

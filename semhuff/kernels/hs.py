@@ -24,8 +24,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .common import (MAX_EXP, NLL_BY_CODE, SIGMOID_TABLE, add_to_input, log_sigmoid,
-                     log_sigmoid_clipped, table_index)
+from .common import (MAX_EXP, NLL_BY_CODE, SIGMOID_TABLE, add_to_input, batched_row_update,
+                     log_sigmoid, log_sigmoid_clipped, table_index)
 
 
 @numba.njit(inline="always", nogil=True)
@@ -157,13 +157,7 @@ def sg_centre(syn0, syn1, paths, ctx, k, w, alpha, neu, prow, err, g, rowbuf, to
                 s += syn0[r, d] * prow[d]
             g[j], nll = _gradient(s, code, alpha, saturate)
             loss += nll
-        for j in range(n):
-            gj = g[j]
-            r = np.uint64(ctx[j])
-            for d in range(D):
-                neu[j, d] += gj * prow[d]
-            for d in range(D):
-                syn1[node, d] += gj * syn0[r, d]
+        batched_row_update(syn0, syn1, node, ctx, n, g, neu, prow, D)
     for j in range(n):
         r = np.uint64(ctx[j])
         for d in range(D):

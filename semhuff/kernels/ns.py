@@ -17,8 +17,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .common import (MAX_EXP, NLL_BY_CODE, SIGMOID_TABLE, add_to_input, lcg_next, lcg_u32,
-                     log_sigmoid_clipped, out_row, table_index)
+from .common import (MAX_EXP, NLL_BY_CODE, SIGMOID_TABLE, add_to_input, batched_row_update,
+                     lcg_next, lcg_u32, log_sigmoid_clipped, out_row, table_index)
 from .compiler import prefetch_row
 
 
@@ -205,13 +205,7 @@ def centre_batched(syn0, syn1neg, larg, scratch, ctx, k, w, alpha, state, cfg):
                 s += syn0[r, d] * row[d]
             g[j], nll = _gradient_and_loss(s, label, alpha)
             loss += nll
-        for j in range(n):
-            gj = g[j]
-            r = np.uint64(ctx[j])
-            for d in range(D):
-                neu[j, d] += gj * row[d]
-            for d in range(D):
-                syn1neg[target, d] += gj * syn0[r, d]
+        batched_row_update(syn0, syn1neg, target, ctx, n, g, neu, row, D)
     for j in range(n):
         add_to_input(syn0, ctx[j], neu[j], lockf, LOCK, D)
     return loss, state
