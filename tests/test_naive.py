@@ -302,3 +302,47 @@ def test_negative_sampling_batched_step():
     w2v0, _, _ = naive.skipgram(SENTENCE.tolist(), syn0, syn1neg, WINDOW,
                                 naive.ns_predictor([NOISE_WORD] * NEGATIVE, ALPHA))
     assert np.abs(w2v0 - exp0).max() > 0.05 * np.abs(exp0 - syn0).max()
+
+
+def _caterpillar(n_words):
+    """A tree whose word ``n_words - 1`` is ``n_words - 1`` nodes deep: inner node V + i has
+    leaf i (branch 0) and inner node V + i + 1 (branch 1) below it; the last has two leaves."""
+    from semhuff.tree import Tree
+    V = n_words
+    parent = np.empty(2 * V - 1, np.int64)
+    branch = np.zeros(2 * V - 1, np.int8)
+    parent[:V - 1] = V + np.arange(V - 1)
+    parent[V - 1] = 2 * V - 2
+    branch[V - 1] = 1
+    parent[V] = -1
+    parent[V + 1:] = V + np.arange(V - 2)
+    branch[V + 1:] = 1
+    return Tree(parent, branch)
+
+
+@pytest.mark.parametrize("top", [0, 2], ids=["word2vec", "mixed-2"])
+def test_paths_longer_than_the_scores_computed_ahead(top):
+    """The HS walk scores up to ``hs.SCORED_AHEAD`` path nodes ahead of their updates; a path
+    longer than that (79 deep) trains as the naive reference does, skip-gram and CBOW."""
+    from semhuff.kernels.hs import SCORED_AHEAD
+    V = 80
+    tree = _caterpillar(V)
+    assert tree.lengths.max() == V - 1 > SCORED_AHEAD
+    paths = naive.paths(tree.parent, tree.branch, V)
+    sentence = np.array([79, 78, 3, 79, 70, 78, 77], np.int32)
+    syn0, syn1 = _weights(V, 7) * 0.5, _weights(V - 1, 8) * 0.5
+    keep = np.full(V, 0xFFFFFFFF, np.uint32)
+    for sg in (True, False):
+        a0, a1 = syn0.copy(), syn1.copy()
+        kernel = loop.kernel(sg, DIM, loop.HS, top if sg else 0)
+        kernel(sentence, np.array([len(sentence)], np.int64), a0, a1,
+               (tree.points, tree.codes, tree.lengths), loop.no_stats(), keep, WINDOW, False,
+               ALPHA, ALPHA, 0, 1, np.uint64(1), loop.NO_HOT, loop.NO_HOT)
+        if sg:
+            exp0, exp1, _ = naive.sg_hs(sentence.tolist(), syn0, syn1, paths, WINDOW, ALPHA,
+                                        top=top)
+        else:
+            exp0, exp1, _ = naive.cbow(sentence.tolist(), syn0, syn1, WINDOW,
+                                       naive.hs_predictor(paths, ALPHA))
+        _close(a0, syn0, exp0)
+        _close(a1, syn1, exp1)
