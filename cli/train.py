@@ -274,7 +274,7 @@ def _print_summary(model, report, args, fmt, seconds, setup_compile=0.0):
     probes = args.probe if args.probe else _default_probes(model)
     norms = None
     for word in probes:
-        if word not in model.vocab.index:
+        if model.vocab.find(word) is None:
             print(f"  {word}: not in the vocabulary", file=out)
             continue
         if norms is None:  # row by row: np.linalg.norm(axis=1) makes a temporary of them all
@@ -290,7 +290,7 @@ def _neighbours(model, norms, word: str, topn: int) -> list:
     gensim's import and its norms' temporary were the last 60 MB of a run's peak memory at
     147k words (issue 23; docs/performance.md)."""
     vectors = model.syn0
-    i = model.vocab.index[word]
+    i = model.vocab.find(word)  # not vocab.index: the dict would be built for one lookup
     sims = (vectors @ (vectors[i] / norms[i])) / norms
     sims[i] = -np.inf
     top = np.argpartition(-sims, min(topn, len(sims) - 1))[:topn]

@@ -16,8 +16,9 @@ write the vectors as word2vec binary:
 
 Each process's peak resident set size is the kernel's own count (``ru_maxrss`` of ``wait4`` on
 that child: the whole process, imports, compiled code and all). Before the measured runs each
-system trains once on a small file (untimed, unmeasured): Numba loads or compiles semhuff's
-kernels into its disk cache, as on any machine after the first run. Prints min / median / max
+system trains once on a small file and semhuff once more on the measured file (untimed,
+unmeasured): Numba loads or compiles semhuff's kernels into its disk cache, as on any machine
+after the first run (a large vocabulary's kernel variant included). Prints min / median / max
 of each peak and the ratio semhuff / gensim of the medians.
 """
 from __future__ import annotations
@@ -122,6 +123,10 @@ def main(argv=None) -> int:
         out = os.path.join(folder, "out.bin")
         for name, cmd in commands(warm, out, args).items():  # untimed: Numba's cache, file cache
             peak_rss(cmd, f"{name} warm-up", args.timeout)
+        # and semhuff once on the measured file: with two or more threads a vocabulary whose
+        # path table passes THREAD_PATH_BYTES gets another kernel variant (paths mapped per
+        # centre), compiled on its first run only
+        peak_rss(commands(path, out, args)["semhuff"], "semhuff warm-up", args.timeout)
         peaks = {"gensim": [], "semhuff": []}
         for rep in range(1, args.repeats + 1):
             for name, cmd in commands(path, out, args, seed=rep).items():

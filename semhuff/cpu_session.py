@@ -243,7 +243,7 @@ class CpuSession:
         if self.hot is None or self.HOT_INPUTS <= 0:
             return None
         written = np.asarray(plan.counts, np.float64) * (plan.keep_thr / 2.0 ** 32)
-        rows = np.argsort(-written, kind="stable")[:self.HOT_INPUTS]
+        rows = np.argsort(-written, kind="stable")[:self.HOT_INPUTS].copy()  # not a view of V
         share = 1.0 / self.concurrency if self.HOT_INPUT_SHARE is None else self.HOT_INPUT_SHARE
         return HotRows(self, rows, share, self.concurrency, attr="syn0")
 

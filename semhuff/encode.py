@@ -49,18 +49,28 @@ def _encode(tokens, ends, get) -> Chunk:
     return Chunk(raw[known], bounds, len(tokens))
 
 
-def count_words(sentences, index: Dict[str, int], chunk_words: int = DEFAULT_CHUNK_WORDS,
+def _chunks(sentences, vocab, chunk_words: int, **fast) -> Iterator[Chunk]:
+    """``sentences`` as chunks of ids: tokenised in compiled code where the corpus allows it
+    (``fastscan``), with the same chunks as the Python path. ``vocab``: a ``Vocab`` (its
+    word -> id dict is then built only for the Python path: 7.6 MiB at 147k words, issue 23)
+    or such a dict."""
+    from . import fastscan
+    from .corpus import Corpus
+    words = getattr(vocab, "words", None)
+    if isinstance(sentences, Corpus) and fastscan.eligible(sentences):
+        if words is None:
+            words = sorted(vocab, key=vocab.get)
+        return fastscan.encode_chunks(sentences, words, chunk_words, **fast)
+    return encode_chunks(sentences, vocab if words is None else vocab.index, chunk_words)
+
+
+def count_words(sentences, vocab, chunk_words: int = DEFAULT_CHUNK_WORDS,
                 progress=None) -> tuple:
     """(in-vocabulary words, raw words) of one pass over ``sentences``, counted by the same
     tokenising and encoding as a training epoch's first pass (compiled for plain files), so the
-    numbers are the ones training will see. ``progress(raw)`` after each chunk."""
-    from . import fastscan
-    from .corpus import Corpus
-    if isinstance(sentences, Corpus) and fastscan.eligible(sentences):
-        words = sorted(index, key=index.get)
-        chunks = fastscan.encode_chunks(sentences, words, chunk_words, take=False)
-    else:
-        chunks = encode_chunks(sentences, index, chunk_words)
+    numbers are the ones training will see. ``vocab``: as ``_chunks``. ``progress(raw)`` after
+    each chunk."""
+    chunks = _chunks(sentences, vocab, chunk_words, take=False)
     kept = raw = 0
     for chunk in chunks:
         kept += len(chunk.ids)
@@ -76,10 +86,10 @@ class EpochSource:
     epochs after a cache that ran out of disk space (a one-shot corpus cannot be re-read: then
     that is an error)."""
 
-    def __init__(self, sentences, index, chunk_words=DEFAULT_CHUNK_WORDS, use_cache=True,
+    def __init__(self, sentences, vocab, chunk_words=DEFAULT_CHUNK_WORDS, use_cache=True,
                  cache_dir=None):
         self.sentences = sentences
-        self.index = index
+        self.vocab = vocab  # a Vocab or a word -> id dict (``_chunks``)
         self.chunk_words = chunk_words
         self.cache = IdCache(cache_dir) if use_cache else None
         self._dropped_bytes = 0  # what a cache that ran out of space had written
@@ -116,14 +126,7 @@ class EpochSource:
                            "re-tokenise the corpus (slower)", exc)
 
     def _first_pass(self) -> Iterator[Chunk]:
-        """Tokenising in compiled code where the corpus allows it (``fastscan``), with the same
-        chunks as the Python path."""
-        from . import fastscan
-        from .corpus import Corpus
-        if isinstance(self.sentences, Corpus) and fastscan.eligible(self.sentences):
-            words = sorted(self.index, key=self.index.get)
-            return fastscan.encode_chunks(self.sentences, words, self.chunk_words)
-        return encode_chunks(self.sentences, self.index, self.chunk_words)
+        return _chunks(self.sentences, self.vocab, self.chunk_words)
 
     def close(self):
         if self.cache is not None:

@@ -357,7 +357,7 @@ class Word2Vec:
                     raise OptionError(f"device {self.device!r} does not implement locked input "
                                       f"vectors (lockf other than 1): train on the CPU")
                 report = train(session, self.vocab.keep_thresholds(self.sample), corpus,
-                               self.vocab.index, retained, raw, settings, self.vocab.counts,
+                               self.vocab, retained, raw, settings, self.vocab.counts,
                                hooks=list(self.hooks) + list(hooks), checkpoint=saver,
                                start=_resume)
             finally:
@@ -415,7 +415,7 @@ class Word2Vec:
             return vocab.retained_tokens, vocab.total_tokens
         bar = _scan_bar(self.progress, "counting")
         try:
-            kept, raw = count_words(corpus, vocab.index, self.chunk_words, bar.update)
+            kept, raw = count_words(corpus, vocab, self.chunk_words, bar.update)
         finally:
             bar.close()
         logger.info("this corpus: %d words an epoch, %d of them in the vocabulary (the "

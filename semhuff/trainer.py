@@ -304,14 +304,15 @@ def run_chunks(session, jobs: Iterable, run, handle, max_in_flight: int,
         pool.close()
 
 
-def train(session, keep_thr: np.ndarray, sentences, index, retained_tokens: int,
+def train(session, keep_thr: np.ndarray, sentences, vocab, retained_tokens: int,
           raw_tokens_per_epoch: int, settings: TrainSettings, counts: np.ndarray,
           hooks: Sequence[Hook] = (), checkpoint=None, start: Optional[Position] = None
           ) -> TrainReport:
-    """Train the session's weights in place over ``settings.epochs`` passes. ``checkpoint``:
+    """Train the session's weights in place over ``settings.epochs`` passes. ``vocab``: a
+    ``Vocab`` or a word -> id dict (``encode.EpochSource``). ``checkpoint``:
     an object with ``due()`` and ``write(position)`` (``checkpoint.Checkpointer``); ``start``:
     the ``Position`` of a checkpoint to continue from."""
-    run = TrainingRun(session, keep_thr, sentences, index, retained_tokens, settings, counts,
+    run = TrainingRun(session, keep_thr, sentences, vocab, retained_tokens, settings, counts,
                       hooks, checkpoint, start)
     return run.execute(raw_tokens_per_epoch)
 
@@ -321,7 +322,7 @@ class TrainingRun:
     (``run_chunks``), the results come back here (loss, progress, divergence check), hooks and
     checkpoints run between chunks on quiescent weights."""
 
-    def __init__(self, session, keep_thr, sentences, index, retained_tokens: int,
+    def __init__(self, session, keep_thr, sentences, vocab, retained_tokens: int,
                  settings: TrainSettings, counts, hooks=(), checkpoint=None,
                  start: Optional[Position] = None):
         s = self.settings = settings
@@ -334,7 +335,7 @@ class TrainingRun:
                          alpha=s.alpha, min_alpha=s.min_alpha,
                          total_words=max(1, s.epochs * retained_tokens), cbow_mean=s.cbow_mean,
                          counts=self.counts, lockf=s.lockf)
-        self.keep_prob = keep_thr.astype(np.float64) / 2.0 ** 32
+        self.keep_thr = keep_thr
         health.warn_down_sampling(self.counts, self.keep_prob)
         # an epoch far worse than this untrained loss fails the run (semhuff.health)
         self.chance_loss = health.chance_loss(self.layer, self.counts, self.keep_prob)
@@ -346,13 +347,19 @@ class TrainingRun:
         use_cache = s.cache_ids and s.epochs - self.epoch >= 2  # the cache is read at least once
         if use_cache:
             check_space(cache_dir(s.tmp_dir), estimate_bytes(retained_tokens, s.chunk_words))
-        self.source = EpochSource(sentences, index, s.chunk_words, use_cache=use_cache,
+        self.source = EpochSource(sentences, vocab, s.chunk_words, use_cache=use_cache,
                                   cache_dir=s.tmp_dir)
         self.report = TrainReport.from_dict(start.report) if start is not None else TrainReport()
         self.seconds_before = self.report.seconds
         self.bar = None
         self.started = self.epoch_started = 0.0
         self.chunk_input_words = 0  # in-vocabulary words a chunk holds, about (set by execute)
+
+    @property
+    def keep_prob(self) -> np.ndarray:
+        """The down-sampling keep probability by word id: made when asked (at the start, for
+        hooks, at each epoch's end), not held through the run (V float64s; issue 23)."""
+        return self.keep_thr.astype(np.float64) / 2.0 ** 32
 
     # -- hooks ------------------------------------------------------------------------------------
     def context(self, recent=()) -> HookContext:
@@ -398,7 +405,10 @@ class TrainingRun:
 
     def jobs(self, epoch: int, words_before: int, skip: Optional[Position] = None):
         digest, number = 0, -1
-        chunks = prefetch(self.source.epoch(), 2 * self.session.concurrency)
+        # chunks in memory: these, one a worker, one waiting for the first free worker
+        # (``run_chunks``); each is 0.4 MB, and twice as many were 2 MiB of a large run's peak
+        # for no speed (issue 23)
+        chunks = prefetch(self.source.epoch(), self.session.concurrency)
         for number, chunk in enumerate(chunks):
             if skip is not None and number <= skip.chunk:
                 if number == skip.chunk:
@@ -482,7 +492,7 @@ class TrainingRun:
                                       - (start.epoch_seconds if resumed else 0.0))
                 run_chunks(session, self.jobs(epoch, epoch * self.retained_tokens,
                                               start if resumed else None),
-                           self.run_job, self.handle, 2 * session.concurrency,
+                           self.run_job, self.handle, session.concurrency + 1,
                            self.before_submit)
                 stats = report.epochs[-1]
                 stats.seconds = time.perf_counter() - self.epoch_started

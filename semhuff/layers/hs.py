@@ -141,7 +141,7 @@ class HierarchicalSoftmax(OutputLayer):
             deep = t.lengths > d
             traffic += np.bincount(t.points[deep, d], weights=counts[deep],
                                    minlength=traffic.shape[0])
-        return np.argsort(-traffic, kind="stable")[:n]
+        return np.argsort(-traffic, kind="stable")[:n].copy()  # not a view of V entries
 
     def score_kernel(self, sg, dim, cbow_mean=True):
         return loop.kernel(sg, dim, loop.HS_SCORE, cbow_mean=cbow_mean)

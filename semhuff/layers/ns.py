@@ -85,7 +85,8 @@ class NegativeSampling(OutputLayer):
     def hot_rows(self, counts, n):
         """The ``n`` most frequent words: the most drawn noise words and the most predicted
         targets, whose rows every thread writes all the time."""
-        return np.argsort(-np.asarray(counts), kind="stable")[:n]
+        # a copy: the slice would keep the whole V-long argsort alive for the run (issue 23)
+        return np.argsort(-np.asarray(counts), kind="stable")[:n].copy()
 
     def config(self):
         return {"negative": self.negative, "exponent": self.exponent, "order": self.order}
