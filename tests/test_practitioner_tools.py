@@ -11,6 +11,7 @@ import pytest
 from gensim.models import KeyedVectors
 
 from semhuff import Word2Vec
+from semhuff.errors import VocabError
 from semhuff.cli import query
 from semhuff.cli.train import main as train_main
 from semhuff.errors import OptionError, VectorsError
@@ -458,3 +459,43 @@ def test_the_divergence_check_allocates_no_mask():
             b = a.copy()
             b[at] = value
             assert _all_finite(b) == bool(np.isfinite(b).all()) is False
+
+
+def test_training_on_a_file_never_builds_the_word_index(tmp_path, lee_path):
+    """The vocabulary's word -> id dict (7.6 MiB at 147k words, held through training) is
+    built only when asked: a run on a file tokenises in compiled code with its own table, and
+    the summary's probe words are found without it. Built on demand, it is the first-seen
+    order of the words, and ``find`` answers the same with or without it."""
+    out = tmp_path / "v.bin"
+    import semhuff.vocab as vocab_module
+    built = []
+    original = vocab_module.Vocab.index.fget
+
+    def watched(self):
+        built.append(self._index is None)
+        return original(self)
+    try:
+        vocab_module.Vocab.index = property(watched)
+        assert train_main([lee_path, "-o", str(out), "--epochs", "1", "--dim", "8", "--no-progress",
+                     "--probe", "government", "--probe", "no-such-word"]) == 0
+    finally:
+        vocab_module.Vocab.index = property(original)
+    assert out.exists() and not any(built)
+    v = vocab_module.Vocab(["b", "a", "c"], np.array([3, 2, 1]), 6)
+    assert v.find("a") == 1 and v.find("z") is None and v._index is None
+    assert v.index == {"b": 0, "a": 1, "c": 2} and v.find("c") == 2 and v.find("z") is None
+    with pytest.raises(VocabError, match="duplicate"):
+        vocab_module.Vocab(["a", "b", "a"], np.array([3, 2, 1]), 6)
+
+
+def test_hot_rows_hold_no_vocabulary_sized_array():
+    """The hot rows a layer names are their own small arrays, not views that keep the whole
+    V-long argsort alive through training."""
+    from semhuff.layers.hs import HierarchicalSoftmax
+    from semhuff.layers.ns import NegativeSampling
+    from semhuff.trees import make_tree
+    model, _, plan = _two_thread_setup()
+    for layer in (HierarchicalSoftmax(make_tree("huffman", model.vocab)),
+                  NegativeSampling.create(model.vocab)):
+        rows = layer.hot_rows(plan.counts, 5)
+        assert rows.base is None and rows.shape == (5,)
