@@ -125,6 +125,8 @@ class Vocab:
 
     def __post_init__(self):
         self.counts = np.asarray(self.counts, dtype=np.int64)
+        if not isinstance(self.words, list):  # a tuple, an array of str: ``find`` needs a list
+            self.words = [str(w) for w in self.words]
         if len(set(self.words)) != len(self.words):
             raise VocabError("vocabulary has duplicate words")
         self._index: Optional[Dict[str, int]] = None

@@ -486,6 +486,8 @@ def test_training_on_a_file_never_builds_the_word_index(tmp_path, lee_path):
     assert v.index == {"b": 0, "a": 1, "c": 2} and v.find("c") == 2 and v.find("z") is None
     with pytest.raises(VocabError, match="duplicate"):
         vocab_module.Vocab(["a", "b", "a"], np.array([3, 2, 1]), 6)
+    for words in (("b", "a"), np.array(["b", "a"])):  # not lists: find still answers
+        assert vocab_module.Vocab(words, np.array([2, 1]), 3).find("a") == 1
 
 
 def test_hot_rows_hold_no_vocabulary_sized_array():
