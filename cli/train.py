@@ -274,23 +274,23 @@ def _print_summary(model, report, args, fmt, seconds, setup_compile=0.0):
     probes = args.probe if args.probe else _default_probes(model)
     norms = None
     for word in probes:
-        if model.vocab.find(word) is None:
+        i = model.vocab.find(word)  # not vocab.index: the dict would be built for a few lookups
+        if i is None:
             print(f"  {word}: not in the vocabulary", file=out)
             continue
         if norms is None:  # row by row: np.linalg.norm(axis=1) makes a temporary of them all
             norms = np.sqrt(np.einsum("ij,ij->i", model.syn0, model.syn0))
             norms[norms == 0] = 1.0
-        near = ", ".join(f"{w} {s:.2f}" for w, s in _neighbours(model, norms, word, args.topn))
+        near = ", ".join(f"{w} {s:.2f}" for w, s in _neighbours(model, norms, i, args.topn))
         print(f"  {word} -> {near}", file=out)
 
 
-def _neighbours(model, norms, word: str, topn: int) -> list:
-    """gensim's ``most_similar(word, topn)`` (cosine; the word itself left out) over the
+def _neighbours(model, norms, i: int, topn: int) -> list:
+    """gensim's ``most_similar(word, topn)`` for word ``i`` (cosine; itself left out) over the
     model's own array, in numpy (``norms``: its rows' lengths): the copy ``model.wv`` makes,
     gensim's import and its norms' temporary were the last 60 MB of a run's peak memory at
     147k words (issue 23; docs/performance.md)."""
     vectors = model.syn0
-    i = model.vocab.find(word)  # not vocab.index: the dict would be built for one lookup
     sims = (vectors @ (vectors[i] / norms[i])) / norms
     sims[i] = -np.inf
     top = np.argpartition(-sims, min(topn, len(sims) - 1))[:topn]

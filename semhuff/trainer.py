@@ -335,7 +335,6 @@ class TrainingRun:
                          alpha=s.alpha, min_alpha=s.min_alpha,
                          total_words=max(1, s.epochs * retained_tokens), cbow_mean=s.cbow_mean,
                          counts=self.counts, lockf=s.lockf)
-        self.keep_thr = keep_thr
         health.warn_down_sampling(self.counts, self.keep_prob)
         # an epoch far worse than this untrained loss fails the run (semhuff.health)
         self.chance_loss = health.chance_loss(self.layer, self.counts, self.keep_prob)
@@ -359,7 +358,7 @@ class TrainingRun:
     def keep_prob(self) -> np.ndarray:
         """The down-sampling keep probability by word id: made when asked (at the start, for
         hooks, at each epoch's end), not held through the run (V float64s; issue 23)."""
-        return self.keep_thr.astype(np.float64) / 2.0 ** 32
+        return self.plan.keep_thr.astype(np.float64) / 2.0 ** 32
 
     # -- hooks ------------------------------------------------------------------------------------
     def context(self, recent=()) -> HookContext:

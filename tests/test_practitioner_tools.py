@@ -11,10 +11,9 @@ import pytest
 from gensim.models import KeyedVectors
 
 from semhuff import Word2Vec
-from semhuff.errors import VocabError
 from semhuff.cli import query
 from semhuff.cli.train import main as train_main
-from semhuff.errors import OptionError, VectorsError
+from semhuff.errors import OptionError, VectorsError, VocabError
 from semhuff.vocab import Vocab
 
 DIM = 12
@@ -476,8 +475,9 @@ def test_training_on_a_file_never_builds_the_word_index(tmp_path, lee_path):
         return original(self)
     try:
         vocab_module.Vocab.index = property(watched)
-        assert train_main([lee_path, "-o", str(out), "--epochs", "1", "--dim", "8", "--no-progress",
-                     "--probe", "government", "--probe", "no-such-word"]) == 0
+        assert train_main([lee_path, "-o", str(out), "--epochs", "1", "--dim", "8",
+                           "--no-progress", "--probe", "government", "--probe",
+                           "no-such-word"]) == 0
     finally:
         vocab_module.Vocab.index = property(original)
     assert out.exists() and not any(built)
