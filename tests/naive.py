@@ -50,33 +50,30 @@ def _hs_step(h, row, code, alpha):
 
 
 def sg_hs(sentence, syn0, syn1, word_paths, window, alpha, top=0, lockf=None):
-    """Skip-gram HS over one sentence: each context word predicts the centre. The first ``top``
-    path nodes are taken for all of a centre's contexts at once from the node's row as it was
-    before that node (each context's gradient uses the un-updated row; the row then gets the
-    sum); the remaining nodes context by context, the row updated after each. A context vector
-    receives its accumulated error after its whole path. Returns (syn0, syn1, loss)."""
+    """Skip-gram HS over one sentence: each context word predicts the centre, context by
+    context down the centre's path. The rows of the first ``top`` path nodes stay as they were
+    at the centre's start while its contexts read them, and then receive the sum of every
+    context's update; the remaining rows are updated after each node. A context vector receives
+    its accumulated error after its whole path. Returns (syn0, syn1, loss)."""
     syn0, syn1 = syn0.astype(np.float64), syn1.astype(np.float64)
     loss = 0.0
     for pos, w in enumerate(sentence):
         ctx = [sentence[c] for c in contexts(len(sentence), pos, window)]
         path = word_paths[w]
-        err = [np.zeros(syn0.shape[1]) for _ in ctx]
-        for row_id, code in path[:top]:
-            row = syn1[row_id].copy()
-            grads = []
-            for j, r in enumerate(ctx):
-                g, nll = _hs_step(syn0[r], row, code, alpha)
-                grads.append(g)
-                loss += nll
-                err[j] += g * row
-            syn1[row_id] += sum(g * syn0[r] for g, r in zip(grads, ctx))
-        for j, r in enumerate(ctx):
-            for row_id, code in path[top:]:
+        pending = {row_id: np.zeros(syn0.shape[1]) for row_id, _ in path[:top]}
+        for r in ctx:
+            err = np.zeros(syn0.shape[1])
+            for level, (row_id, code) in enumerate(path):
                 g, nll = _hs_step(syn0[r], syn1[row_id], code, alpha)
                 loss += nll
-                err[j] += g * syn1[row_id]
-                syn1[row_id] += g * syn0[r]
-            syn0[r] += _lock(lockf, r) * err[j]
+                err += g * syn1[row_id]
+                if level < top:
+                    pending[row_id] += g * syn0[r]
+                else:
+                    syn1[row_id] += g * syn0[r]
+            syn0[r] += _lock(lockf, r) * err
+        for row_id, update in pending.items():
+            syn1[row_id] += update
     return syn0, syn1, loss
 
 

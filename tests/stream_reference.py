@@ -59,8 +59,11 @@ def _centres(ids, bounds, keep_thr, window, alpha0, min_alpha, words_before, tot
         start = int(end)
 
 
-def _hs_walk(h, w, syn1, points, codes, lengths, alpha, first, err, totals):
-    for i in range(first, lengths[w]):
+def _hs_walk(h, w, syn1, points, codes, lengths, alpha, err, totals, pending=None):
+    """Down w's path from ``h``; the updates of the first ``len(pending)`` nodes are added to
+    ``pending`` instead of their rows."""
+    pending = pending or []
+    for i in range(lengths[w]):
         node, code = points[w, i], int(codes[w, i])
         f, nll = _table_sigmoid_and_nll(float(np.dot(h, syn1[node])), code)
         totals.loss += nll
@@ -68,7 +71,10 @@ def _hs_walk(h, w, syn1, points, codes, lengths, alpha, first, err, totals):
             continue
         g = np.float32((1 - code - f) * alpha)
         err += g * syn1[node]
-        syn1[node] += g * h
+        if i < len(pending):
+            pending[i] += g * h
+        else:
+            syn1[node] += g * h
 
 
 def _ns_predict(h, w, syn1neg, thr, alias, negative, alpha, err, rng, totals):
@@ -90,8 +96,8 @@ def _ns_predict(h, w, syn1neg, thr, alias, negative, alpha, err, rng, totals):
 
 def sg_hs(ids, bounds, syn0, syn1, points, codes, lengths, keep_thr, window, alpha0, min_alpha,
           words_before, total_words, seed, batch_levels=0):
-    """Skip-gram + HS: the top ``batch_levels`` path nodes batched over the centre's contexts
-    (scores at the node's row, then one update); the rest context by context, word2vec.c's order."""
+    """Skip-gram + HS, context by context (word2vec.c's order), except that the rows of the top
+    ``batch_levels`` path nodes are updated once per centre, after its last context."""
     rng, totals = Lcg(seed), Totals()
     for alpha, w, ctx in _centres(ids, bounds, keep_thr, window, alpha0, min_alpha, words_before,
                                   total_words, rng, totals):
@@ -101,22 +107,14 @@ def sg_hs(ids, bounds, syn0, syn1, points, codes, lengths, keep_thr, window, alp
 
 
 def _sg_hs_centre(syn0, syn1, points, codes, lengths, alpha, w, ctx, batch_levels, totals):
-    err = [np.zeros(syn0.shape[1], np.float32) for _ in ctx]
     top = min(batch_levels, int(lengths[w]))
+    pending = [np.zeros(syn0.shape[1], np.float32) for _ in range(top)]
+    for r in ctx:
+        err = np.zeros(syn0.shape[1], np.float32)
+        _hs_walk(syn0[r], w, syn1, points, codes, lengths, alpha, err, totals, pending)
+        syn0[r] += err
     for i in range(top):
-        node, code = points[w, i], int(codes[w, i])
-        row = syn1[node].copy()
-        grads = []
-        for r in ctx:
-            f, nll = _table_sigmoid_and_nll(float(np.dot(syn0[r], row)), code)
-            totals.loss += nll
-            grads.append(0.0 if f is None else (1 - code - f) * alpha)
-        for j, r in enumerate(ctx):
-            err[j] += np.float32(grads[j]) * row
-            syn1[node] += np.float32(grads[j]) * syn0[r]
-    for j, r in enumerate(ctx):
-        _hs_walk(syn0[r], w, syn1, points, codes, lengths, alpha, top, err[j], totals)
-        syn0[r] += err[j]
+        syn1[points[w, i]] += pending[i]
 
 
 def _cbow(ids, bounds, syn0, keep_thr, window, alpha0, min_alpha, words_before, total_words,
@@ -139,7 +137,7 @@ def cbow_hs(ids, bounds, syn0, syn1, points, codes, lengths, keep_thr, window, a
             min_alpha, words_before, total_words, seed):
     return _cbow(ids, bounds, syn0, keep_thr, window, alpha0, min_alpha, words_before,
                  total_words, seed, lambda h, w, alpha, err, rng, totals: _hs_walk(
-                     h, w, syn1, points, codes, lengths, alpha, 0, err, totals))
+                     h, w, syn1, points, codes, lengths, alpha, err, totals))
 
 
 def cbow_ns(ids, bounds, syn0, syn1neg, alias_thr, alias_idx, negative, keep_thr, window, alpha0,
@@ -182,7 +180,7 @@ def cbow_hs_ns(ids, bounds, syn0, syn1, points, codes, lengths, syn1neg, alias_t
                negative, keep_thr, window, alpha0, min_alpha, words_before, total_words, seed):
     """CBOW with HS and NS from the same context mean, the errors summed."""
     def predict(h, w, alpha, err, rng, totals):
-        _hs_walk(h, w, syn1, points, codes, lengths, alpha, 0, err, totals)
+        _hs_walk(h, w, syn1, points, codes, lengths, alpha, err, totals)
         _ns_predict(h, w, syn1neg, alias_thr, alias_idx, negative, alpha, err, rng, totals)
     return _cbow(ids, bounds, syn0, keep_thr, window, alpha0, min_alpha, words_before,
                  total_words, seed, predict)

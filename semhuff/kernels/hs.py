@@ -4,12 +4,17 @@ the padded path arrays of any ``Tree``.
 
 Skip-gram follows word2vec: every context word's input vector predicts the centre word through
 the centre's path, so all context words of one centre share that path. ``sg_centre`` walks the
-top ``top`` nodes of the path for all contexts at once (the p-tHSM formulation, Jiang et al.:
-scores against the node's row, then one row update with all the gradients) and the deeper nodes
-context by context, as word2vec.c does. ``top = 0`` is word2vec's order exactly; the default
-"mixed" order batches the top 4 levels: nearly every word passes through them, so batching them
-means each hot row is written once per centre instead of once per context, and two threads
-fight much less over their cache lines (docs/performance.md).
+path context by context, as word2vec.c does, but the rows of the top ``top`` nodes are updated
+once per centre, after its last context, with the sum of every context's update: each context
+reads them as they were at the centre's start (the p-tHSM formulation, Jiang et al.: scores
+against the node's row, then one row update with all the gradients). ``top = 0`` is word2vec's
+order exactly; the default "mixed" order defers the top 4 levels: nearly every word passes
+through them, so each hot row is written once per centre instead of once per context, and two
+threads fight much less over their cache lines (docs/performance.md). The deferred updates
+are summed in a small buffer while the contexts walk the whole path in one loop; the earlier
+form (all contexts per top node, their errors in a per-context buffer) computed the same
+updates (except for a word twice in one window, whose second occurrence now reads its updated
+input vector at the top levels too, as at every deeper level) and was 18% slower on one thread.
 
 Scores outside (-MAX_EXP, MAX_EXP) give no update, as in word2vec (``saturate=False``): a
 prediction that is confidently *wrong* is then never corrected. With ``saturate=True`` such a
@@ -24,7 +29,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .common import (MAX_EXP, NLL_BY_CODE, SIGMOID_TABLE, add_to_input, batched_row_update,
+from .common import (MAX_EXP, NLL_BY_CODE, SIGMOID_TABLE, add_to_input,
                      log_sigmoid, log_sigmoid_clipped, table_index)
 from .compiler import stack_row
 
@@ -63,10 +68,12 @@ SCORED_AHEAD = 64
 
 
 @numba.njit(inline="always", nogil=True)
-def walk_path(h, rows, bits, first, depth, syn1, alpha, err, saturate, D):
-    """Prediction of a word from the input vector ``h`` over its path nodes ``first`` to
-    ``depth`` (their output rows ``rows``, code bits ``bits``) in word2vec's order: updates the
-    node rows and adds the input's error to ``err``. Returns the negative log-likelihood.
+def walk_path(h, rows, bits, depth, syn1, alpha, err, saturate, D, top, delta):
+    """Prediction of a word from the input vector ``h`` over its path nodes ``0`` to ``depth``
+    (their output rows ``rows``, code bits ``bits``) in word2vec's order: adds the input's
+    error to ``err`` and updates the node rows, except the first ``top``, whose updates are
+    added to ``delta[:top]`` instead (the caller applies them later: ``sg_centre``). Returns
+    the negative log-likelihood.
 
     Every node of a path is a different row and ``h`` does not change along it, so a node's
     score does not depend on the updates of the nodes before it: the scores are computed
@@ -77,7 +84,7 @@ def walk_path(h, rows, bits, first, depth, syn1, alpha, err, saturate, D):
     loss = 0.0
     scores = stack_row(SCORED_AHEAD)
     # unsigned indices: Numba adds no negative-index fix-up to each access (~10% of the loop)
-    for start in range(np.uint64(first), np.uint64(depth), np.uint64(SCORED_AHEAD)):
+    for start in range(np.uint64(0), np.uint64(depth), np.uint64(SCORED_AHEAD)):
         end = min(start + np.uint64(SCORED_AHEAD), np.uint64(depth))
         for i in range(start, end):
             node = np.uint64(rows[i])
@@ -85,7 +92,16 @@ def walk_path(h, rows, bits, first, depth, syn1, alpha, err, saturate, D):
             for d in range(D):
                 s += h[d] * syn1[node, d]
             scores[i - start] = s
-        for i in range(start, end):
+        deferred = min(max(start, np.uint64(top)), end)
+        for i in range(start, deferred):  # the top nodes: their row updates go to ``delta``
+            node = np.uint64(rows[i])
+            gg, nll = _gradient(scores[i - start], bits[i], alpha, saturate)
+            loss += nll
+            for d in range(D):
+                err[d] += gg * syn1[node, d]
+            for d in range(D):
+                delta[i, d] += gg * h[d]
+        for i in range(deferred, end):
             node = np.uint64(rows[i])
             gg, nll = _gradient(scores[i - start], bits[i], alpha, saturate)
             loss += nll
@@ -109,10 +125,9 @@ def centre(syn0, syn1, larg, scratch, ctx, k, w, alpha, state, cfg):
     """The skip-gram body (the loop's one signature, ``loop.py``): ``larg = (points, codes,
     lengths, ...)``; see ``sg_centre``. Returns (nll, state): HS draws no random numbers."""
     D, top, saturate, MAP = cfg[0], cfg[1], cfg[2], cfg[3]
-    neu, prow, err, g, rowbuf, hot = scratch[0], scratch[1], scratch[2], scratch[3], \
-        scratch[4], scratch[6]
-    return sg_centre(syn0, syn1, _paths(larg, scratch, cfg), ctx, k, w, alpha, neu, prow, err, g,
-                     rowbuf, top, saturate, hot, MAP, scratch[9], cfg[6], D), state
+    return sg_centre(syn0, syn1, _paths(larg, scratch, cfg), ctx, k, w, alpha, scratch[10],
+                     scratch[2], scratch[4], top, saturate, scratch[6], MAP, scratch[9], cfg[6],
+                     D), state
 
 
 @numba.njit(inline="always", nogil=True)
@@ -125,7 +140,8 @@ def predict(h, w, syn1, larg, scratch, alpha, err, state, cfg):
         err[d] = 0.0
     depth = lengths[w]
     rows = path_rows(own, points, w, depth, scratch[4], scratch[6], MAP)
-    return walk_path(h, rows, codes[w], 0, depth, syn1, alpha, err, saturate, D), state
+    return walk_path(h, rows, codes[w], depth, syn1, alpha, err, saturate, D, 0,
+                     scratch[0]), state
 
 
 @numba.njit(inline="always", nogil=True)
@@ -144,42 +160,35 @@ def score_predict(h, w, syn1, larg, scratch, alpha, err, state, cfg):
 
 
 @numba.njit(inline="always", nogil=True)
-def sg_centre(syn0, syn1, paths, ctx, k, w, alpha, neu, prow, err, g, rowbuf, top, saturate, hot,
-              MAP, lockf, LOCK, D):
-    """Skip-gram: the ``k`` context words ``ctx[:k]`` each predict ``w``. The top ``top`` path
-    nodes are batched over the contexts, the rest walked context by context; each context
-    vector receives its error after its whole path (``add_to_input``: times its lock factor
-    with ``LOCK``). ``paths`` is ``(own, points, codes, lengths)``: the path rows as
-    ``path_rows`` finds them. Returns the summed nll."""
+def sg_centre(syn0, syn1, paths, ctx, k, w, alpha, delta, err, rowbuf, top, saturate, hot, MAP,
+              lockf, LOCK, D):
+    """Skip-gram: the ``k`` context words ``ctx[:k]`` each predict ``w``, context by context
+    along the whole path (``walk_path``); each context vector receives its error after its
+    path (``add_to_input``: times its lock factor with ``LOCK``). The rows of the top ``top``
+    path nodes are updated once, after the last context, with the sum of every context's
+    update (``delta``, at least ``min(top, depth)`` rows): each context reads them as they
+    were at the centre's start. ``paths`` is ``(own, points, codes, lengths)``: the path rows
+    as ``path_rows`` finds them. Returns the summed nll."""
     own, points, codes, lengths = paths
     depth = lengths[w]
     rows, bits = path_rows(own, points, w, depth, rowbuf, hot, MAP), codes[w]
-    loss = 0.0
-    n = np.uint64(k)  # unsigned indices throughout: no negative-index fix-ups (see walk_path)
-    for j in range(n):
-        for d in range(D):
-            neu[j, d] = 0.0
     if top > depth:
         top = depth
-    for i in range(np.uint64(top)):
-        node = np.uint64(rows[i])
-        code = bits[i]
+    deferred = np.uint64(top)  # unsigned indices throughout: no negative-index fix-ups
+    for i in range(deferred):
         for d in range(D):
-            prow[d] = syn1[node, d]
-        for j in range(n):
-            r = np.uint64(ctx[j])
-            s = np.float32(0.0)
-            for d in range(D):
-                s += syn0[r, d] * prow[d]
-            g[j], nll = _gradient(s, code, alpha, saturate)
-            loss += nll
-        batched_row_update(syn0, syn1, node, ctx, n, g, neu, prow, D)
-    for j in range(n):
+            delta[i, d] = 0.0
+    loss = 0.0
+    for j in range(np.uint64(k)):
         r = np.uint64(ctx[j])
         for d in range(D):
-            err[d] = neu[j, d]
-        loss += walk_path(syn0[r], rows, bits, top, depth, syn1, alpha, err, saturate, D)
+            err[d] = 0.0
+        loss += walk_path(syn0[r], rows, bits, depth, syn1, alpha, err, saturate, D, top, delta)
         add_to_input(syn0, r, err, lockf, LOCK, D)
+    for i in range(deferred):
+        node = np.uint64(rows[i])
+        for d in range(D):
+            syn1[node, d] += delta[i, d]
     return loss
 
 

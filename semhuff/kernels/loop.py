@@ -82,9 +82,11 @@ import numpy as np
 from . import classes, hs, ns
 from .compiler import VECTOR_WIDTH, KernelCompiler, stack_row
 from .common import (add_to_contexts, add_to_input, alpha_at, context_mean, context_window,
-                     lcg_next, lcg_u32, longest_sentence, subsample_sentence)
+                     longest_sentence, subsample_sentence)
 
 HS, NS, HS_SCORE, PAIRS, CUSTOM, CLASS, CLASS_SCORE, SO_HS, HS_NS = 0, 1, 2, 3, 4, 5, 6, 7, 8
+# HS skip-gram: up to this many top levels keep their deferred updates on the stack
+STACKED_LEVELS = 8
 BODIES = {"hs": HS, "ns": NS, "hs_score": HS_SCORE, "pairs": PAIRS, "custom": CUSTOM,
           "class": CLASS, "class_score": CLASS_SCORE, "so_hs": SO_HS, "hs_ns": HS_NS}
 
@@ -159,6 +161,9 @@ def kernel(sg: bool, dim: int, body: int, batch_levels: int = 0, stats: bool = F
     OWN = HOT and hot == OWN_PATHS and OUT != NS  # HS paths mapped in the thread's table
     MAP = HOT and not OWN and OUT != NS  # HS paths mapped per centre
     LOCK = bool(lock)
+    # HS skip-gram's deferred updates of the top levels (``hs.sg_centre``): on the stack when few
+    STACK_DEFERRED = SG and 0 < TOP <= STACKED_LEVELS and OUT in (HS, HS_NS)
+    DEFERRED_SIZE = TOP * D if STACK_DEFERRED else 1
     SRC = SOURCES
     WIDTH = VECTOR_WIDTH  # keys the disk cache too: the width changes the code
 
@@ -169,7 +174,17 @@ def kernel(sg: bool, dim: int, body: int, batch_levels: int = 0, stats: bool = F
         state = np.uint64(seed)
         sent = np.empty(longest_sentence(bounds), np.int32)
         ctx = np.empty(2 * window, np.int32)
-        neu = np.empty((2 * window, D), np.float32)
+        # NS's batched order: a context's error per row; HS skip-gram: the deferred updates of
+        # the top path nodes (hs.sg_centre), up to the tree's depth
+        neu_rows = 2 * window
+        if SG and TOP > 0 and OUT == HS:
+            neu_rows = max(neu_rows, larg[0].shape[1])
+        elif SG and TOP > 0 and OUT == HS_NS:
+            neu_rows = max(neu_rows, larg[0][0].shape[1])
+        neu = np.empty((neu_rows, D), np.float32)
+        deferred = neu  # (on the stack LLVM knows they alias no other array: 7% faster)
+        if STACK_DEFERRED:
+            deferred = stack_row(DEFERRED_SIZE).reshape((TOP, D))
         hidden = stack_row(D)
         work = stack_row(D)  # HS skip-gram: the batched node's row; else the input's error
         err = stack_row(D)  # HS skip-gram: a context's error along the deeper path nodes
@@ -189,7 +204,7 @@ def kernel(sg: bool, dim: int, body: int, batch_levels: int = 0, stats: bool = F
         lock = lockf if LOCK else NO_LOCK  # (without LOCK the argument is omitted: None)
         # what every body gets besides the layer's arrays: the loop's scratch, and the
         # compile-time settings (constants: folded once the body is inlined)
-        scratch = (neu, work, err, g, rowbuf, noise, hot, one, own, lock)
+        scratch = (neu, work, err, g, rowbuf, noise, hot, one, own, lock, deferred)
         cfg = (D, TOP, SAT, MAP, OWN, HOT, LOCK)
         # HS_NS's NS part: TOP is the HS layer's levels, its NS keeps word2vec's order
         cfg_ns = (D, 0, SAT, MAP, OWN, HOT, LOCK)
