@@ -113,6 +113,62 @@ def walk_path(h, rows, bits, depth, syn1, alpha, err, saturate, D, top, delta):
 
 
 @numba.njit(inline="always", nogil=True)
+def walk_pair(ha, hb, rows, bits, depth, syn1, alpha, erra, errb, saturate, D, top, delta):
+    """``walk_path`` for two inputs in turn, ``ha`` then ``hb`` (two different rows of the
+    input vectors), in one pass down the path, each row read for both and written once.
+
+    The same updates as two ``walk_path`` calls, where ``hb`` reads each row below ``top``
+    after ``ha``'s update ``ga * ha``: its score is ``hb . row + ga * (ha . hb)``, and its error
+    ``sum(gb * row) + sum(ga * gb) * ha``, so both scores are computed ahead from the row as it
+    was, with one extra dot product per pair (equal in exact arithmetic; float32 rounds them
+    differently)."""
+    loss = 0.0
+    scores_a = stack_row(SCORED_AHEAD)
+    scores_b = stack_row(SCORED_AHEAD)
+    cross = np.float32(0.0)  # ha . hb
+    for d in range(D):
+        cross += ha[d] * hb[d]
+    both = np.float32(0.0)  # sum of ga * gb over the nodes below ``top``
+    for start in range(np.uint64(0), np.uint64(depth), np.uint64(SCORED_AHEAD)):
+        end = min(start + np.uint64(SCORED_AHEAD), np.uint64(depth))
+        for i in range(start, end):
+            node = np.uint64(rows[i])
+            sa = np.float32(0.0)
+            sb = np.float32(0.0)
+            for d in range(D):
+                x = syn1[node, d]
+                sa += ha[d] * x
+                sb += hb[d] * x
+            scores_a[i - start] = sa
+            scores_b[i - start] = sb
+        deferred = min(max(start, np.uint64(top)), end)
+        for i in range(start, deferred):  # the top nodes: both read the row as it was
+            node = np.uint64(rows[i])
+            ga, nll_a = _gradient(scores_a[i - start], bits[i], alpha, saturate)
+            gb, nll_b = _gradient(scores_b[i - start], bits[i], alpha, saturate)
+            loss += nll_a + nll_b
+            for d in range(D):
+                x = syn1[node, d]
+                erra[d] += ga * x
+                errb[d] += gb * x
+                delta[i, d] += ga * ha[d] + gb * hb[d]
+        for i in range(deferred, end):
+            node = np.uint64(rows[i])
+            ga, nll_a = _gradient(scores_a[i - start], bits[i], alpha, saturate)
+            gb, nll_b = _gradient(scores_b[i - start] + ga * cross, bits[i], alpha, saturate)
+            loss += nll_a + nll_b
+            both += ga * gb
+            for d in range(D):
+                x = syn1[node, d]
+                erra[d] += ga * x
+                errb[d] += gb * x
+                syn1[node, d] = x + ga * ha[d] + gb * hb[d]
+    for d in range(D):
+        errb[d] += both * ha[d]
+    return loss
+
+
+@numba.njit(inline="always", nogil=True)
 def _paths(larg, scratch, cfg):
     """(the path rows' table, points, codes, lengths): the table is the thread's own table of
     mapped paths (``cfg`` OWN, ``scratch``'s last entry) or the tree's points."""
@@ -126,8 +182,8 @@ def centre(syn0, syn1, larg, scratch, ctx, k, w, alpha, state, cfg):
     lengths, ...)``; see ``sg_centre``. Returns (nll, state): HS draws no random numbers."""
     D, top, saturate, MAP = cfg[0], cfg[1], cfg[2], cfg[3]
     return sg_centre(syn0, syn1, _paths(larg, scratch, cfg), ctx, k, w, alpha, scratch[10],
-                     scratch[2], scratch[4], top, saturate, scratch[6], MAP, scratch[9], cfg[6],
-                     D), state
+                     scratch[2], scratch[1], scratch[4], top, saturate, scratch[6], MAP,
+                     scratch[9], cfg[6], D), state
 
 
 @numba.njit(inline="always", nogil=True)
@@ -160,8 +216,8 @@ def score_predict(h, w, syn1, larg, scratch, alpha, err, state, cfg):
 
 
 @numba.njit(inline="always", nogil=True)
-def sg_centre(syn0, syn1, paths, ctx, k, w, alpha, delta, err, rowbuf, top, saturate, hot, MAP,
-              lockf, LOCK, D):
+def sg_centre(syn0, syn1, paths, ctx, k, w, alpha, delta, err, err2, rowbuf, top, saturate, hot,
+              MAP, lockf, LOCK, D):
     """Skip-gram: the ``k`` context words ``ctx[:k]`` each predict ``w``, context by context
     along the whole path (``walk_path``); each context vector receives its error after its
     path (``add_to_input``: times its lock factor with ``LOCK``). The rows of the top ``top``
@@ -179,12 +235,26 @@ def sg_centre(syn0, syn1, paths, ctx, k, w, alpha, delta, err, rowbuf, top, satu
         for d in range(D):
             delta[i, d] = 0.0
     loss = 0.0
-    for j in range(np.uint64(k)):
+    n = np.uint64(k)
+    j = np.uint64(0)
+    while j < n:
         r = np.uint64(ctx[j])
         for d in range(D):
             err[d] = 0.0
-        loss += walk_path(syn0[r], rows, bits, depth, syn1, alpha, err, saturate, D, top, delta)
-        add_to_input(syn0, r, err, lockf, LOCK, D)
+        if j + 1 < n and ctx[j + 1] != ctx[j]:  # two contexts in one pass (``walk_pair``)
+            r2 = np.uint64(ctx[j + 1])
+            for d in range(D):
+                err2[d] = 0.0
+            loss += walk_pair(syn0[r], syn0[r2], rows, bits, depth, syn1, alpha, err, err2,
+                              saturate, D, top, delta)
+            add_to_input(syn0, r, err, lockf, LOCK, D)
+            add_to_input(syn0, r2, err2, lockf, LOCK, D)
+            j += np.uint64(2)
+        else:
+            loss += walk_path(syn0[r], rows, bits, depth, syn1, alpha, err, saturate, D, top,
+                              delta)
+            add_to_input(syn0, r, err, lockf, LOCK, D)
+            j += np.uint64(1)
     for i in range(deferred):
         node = np.uint64(rows[i])
         for d in range(D):
