@@ -41,10 +41,12 @@ class HierarchicalSoftmax(OutputLayer):
     """``order`` (skip-gram only) says how a centre's context words walk the centre's path:
 
     * "word2vec": context by context, word2vec.c's order exactly;
-    * "batched": all contexts per path node at once (the p-tHSM formulation);
+    * "batched": all contexts per path node at once (the p-tHSM formulation): every context
+      reads the rows as they were at the centre's start, each row takes the sum of their updates;
     * "mixed" (default): batched over the top ``MIXED_LEVELS`` nodes of the path, which nearly
       every word shares and both threads would otherwise keep writing, word2vec's order below.
-    Measured trade-offs in docs/performance.md."""
+    The kernel walks all three context by context (``kernels/hs.py``); a batched level only
+    defers its rows' updates to the centre's end. Measured trade-offs in docs/performance.md."""
 
     body = loop.HS
     normalised = True
