@@ -93,6 +93,9 @@ def walk_path(h, rows, bits, depth, syn1, alpha, err, saturate, D, top, delta):
                 s += h[d] * syn1[node, d]
             scores[i - start] = s
         deferred = min(max(start, np.uint64(top)), end)
+        # two loops alike but for where the row's update goes: one shared inline helper taking
+        # that array as an argument measured 11% slower (2.12 -> 2.37 s an epoch of the 3M
+        # prefix, word2vec's order), so the two stay written out
         for i in range(start, deferred):  # the top nodes: their row updates go to ``delta``
             node = np.uint64(rows[i])
             gg, nll = _gradient(scores[i - start], bits[i], alpha, saturate)
