@@ -6,8 +6,6 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .compiler import stack_row
-
 # word2vec's linear congruential generator (java.util.Random's constants), on uint64.
 LCG_MUL = np.uint64(25214903917)
 LCG_ADD = np.uint64(11)
@@ -186,27 +184,6 @@ def add_to_input(syn0, r, err, lockf, LOCK, D):
     else:
         for d in range(D):
             syn0[r, d] += err[d]
-
-
-@numba.njit(inline="always", nogil=True)
-def batched_row_update(syn0, out, node, ctx, n, g, neu, row, D):
-    """The update half of one output row batched over a centre's ``n`` contexts (negative
-    sampling's batched order, HogBatch): context j's error ``neu[j]`` takes the row as it was
-    (``row``, a copy), and the row ``out[node]`` takes the sum of every context's update
-    ``g[j] * syn0[ctx[j]]``, summed on the stack first: there LLVM keeps it in registers
-    across the contexts (it cannot tell that ``neu``, on the heap, is not the row)."""
-    total = stack_row(D)
-    for d in range(D):
-        total[d] = 0.0
-    for j in range(n):
-        gj = g[j]
-        r = np.uint64(ctx[j])
-        for d in range(D):
-            neu[j, d] += gj * row[d]
-        for d in range(D):
-            total[d] += gj * syn0[r, d]
-    for d in range(D):
-        out[node, d] += total[d]
 
 
 @numba.njit(inline="always", nogil=True)

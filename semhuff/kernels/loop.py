@@ -174,20 +174,22 @@ def kernel(sg: bool, dim: int, body: int, batch_levels: int = 0, stats: bool = F
         state = np.uint64(seed)
         sent = np.empty(longest_sentence(bounds), np.int32)
         ctx = np.empty(2 * window, np.int32)
-        # NS's batched order: a context's error per row; HS skip-gram: the deferred updates of
-        # the top path nodes (hs.sg_centre), up to the tree's depth
-        neu_rows = 2 * window
-        if SG and TOP > 0 and OUT == HS:
-            neu_rows = max(neu_rows, larg[0].shape[1])
-        elif SG and TOP > 0 and OUT == HS_NS:
-            neu_rows = max(neu_rows, larg[0][0].shape[1])
-        neu = np.empty((neu_rows, D), np.float32)
-        deferred = neu  # (on the stack LLVM knows they alias no other array: 7% faster)
+        neu = np.empty((2 * window, D), np.float32)  # NS's batched order: a context's error
+        # HS skip-gram's deferred updates of the top path levels (``hs.sg_centre``): on the
+        # stack when few (LLVM then knows they alias no other array: 7% faster), else up to
+        # the tree's depth (the "batched" order); other bodies never read them
         if STACK_DEFERRED:
             deferred = stack_row(DEFERRED_SIZE).reshape((TOP, D))
+        elif SG and TOP > 0 and OUT == HS:
+            deferred = np.empty((larg[0].shape[1], D), np.float32)
+        elif SG and TOP > 0 and OUT == HS_NS:
+            deferred = np.empty((larg[0][0].shape[1], D), np.float32)
+        else:
+            deferred = np.empty((0, D), np.float32)
         hidden = stack_row(D)
-        work = stack_row(D)  # HS skip-gram: the batched node's row; else the input's error
-        err = stack_row(D)  # HS skip-gram: a context's error along the deeper path nodes
+        work = stack_row(D)  # HS skip-gram: the second context's error (``hs.walk_pair``);
+        # else the input's error
+        err = stack_row(D)  # HS skip-gram: a context's error along the path
         g = np.empty(2 * window, np.float32)
         one = np.zeros(1, np.int32)  # CBOW's one input row for ``classes.observe_tree``
         noise = np.empty(0, np.uint64)  # NS: the noise rows of a centre's predictions

@@ -17,9 +17,9 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .common import (MAX_EXP, NLL_BY_CODE, SIGMOID_TABLE, add_to_input, batched_row_update,
-                     lcg_next, lcg_u32, log_sigmoid_clipped, out_row, table_index)
-from .compiler import prefetch_row
+from .common import (MAX_EXP, NLL_BY_CODE, SIGMOID_TABLE, add_to_input, lcg_next, lcg_u32,
+                     log_sigmoid_clipped, out_row, table_index)
+from .compiler import prefetch_row, stack_row
 
 
 @numba.njit(cache=True, nogil=True)
@@ -162,6 +162,27 @@ def predict(h, w, syn1neg, larg, scratch, alpha, err, state, cfg):
     noise, hot = scratch[5], scratch[6]
     state = draw(larg, larg[2], noise, syn1neg, state, hot, HOT)
     return predict_drawn(h, w, syn1neg, larg, noise, 0, alpha, err, hot, HOT, D), state
+
+
+@numba.njit(inline="always", nogil=True)
+def batched_row_update(syn0, out, node, ctx, n, g, neu, row, D):
+    """The update half of one output row batched over a centre's ``n`` contexts (negative
+    sampling's batched order, HogBatch): context j's error ``neu[j]`` takes the row as it was
+    (``row``, a copy), and the row ``out[node]`` takes the sum of every context's update
+    ``g[j] * syn0[ctx[j]]``, summed on the stack first: there LLVM keeps it in registers
+    across the contexts (it cannot tell that ``neu``, on the heap, is not the row)."""
+    total = stack_row(D)
+    for d in range(D):
+        total[d] = 0.0
+    for j in range(n):
+        gj = g[j]
+        r = np.uint64(ctx[j])
+        for d in range(D):
+            neu[j, d] += gj * row[d]
+        for d in range(D):
+            total[d] += gj * syn0[r, d]
+    for d in range(D):
+        out[node, d] += total[d]
 
 
 @numba.njit(inline="always", nogil=True)
