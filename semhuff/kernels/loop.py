@@ -162,7 +162,9 @@ def kernel(sg: bool, dim: int, body: int, batch_levels: int = 0, stats: bool = F
     MAP = HOT and not OWN and OUT != NS  # HS paths mapped per centre
     LOCK = bool(lock)
     # HS skip-gram's deferred updates of the top levels (``hs.sg_centre``): on the stack when few
-    STACK_DEFERRED = SG and 0 < TOP <= STACKED_LEVELS and OUT in (HS, HS_NS)
+    # (every body that walks ``hs.centre``: SO_HS's tree too)
+    DEFERS = SG and TOP > 0 and OUT in (HS, SO_HS, HS_NS)
+    STACK_DEFERRED = DEFERS and TOP <= STACKED_LEVELS
     DEFERRED_SIZE = TOP * D if STACK_DEFERRED else 1
     SRC = SOURCES
     WIDTH = VECTOR_WIDTH  # keys the disk cache too: the width changes the code
@@ -180,9 +182,9 @@ def kernel(sg: bool, dim: int, body: int, batch_levels: int = 0, stats: bool = F
         # the tree's depth (the "batched" order); other bodies never read them
         if STACK_DEFERRED:
             deferred = stack_row(DEFERRED_SIZE).reshape((TOP, D))
-        elif SG and TOP > 0 and OUT == HS:
+        elif DEFERS and OUT != HS_NS:
             deferred = np.empty((larg[0].shape[1], D), np.float32)
-        elif SG and TOP > 0 and OUT == HS_NS:
+        elif DEFERS:
             deferred = np.empty((larg[0][0].shape[1], D), np.float32)
         else:
             deferred = np.empty((0, D), np.float32)
