@@ -162,7 +162,8 @@ def test_a_small_layer_keeps_every_row_shared():
     (here 60 words): then none are private (plain Hogwild; issue 23, gensim's
     test_parallel), unless a count is set."""
     for loss in ("hs", "ns"):
-        model, _, plan = _model(loss)
+        options = dict(layer_options=dict(ns_order="word2vec")) if loss == "ns" else {}
+        model, _, plan = _model(loss, **options)  # (NS: the order with private rows)
         assert _session(model, 2, hot_rows=None)._hot_rows(plan) is None
         assert len(_session(model, 2, hot_rows=8)._hot_rows(plan).rows) == 8
     model.layer.HOT_ROWS = 30  # of 60 rows: half, still private
@@ -275,6 +276,18 @@ def test_two_workers_leave_their_training_in_the_models_own_array():
     assert np.abs(array[:3] - initial[:3]).min() > 0  # the hottest words' vectors moved
     assert len(hook.seen) >= 2 and not np.array_equal(hook.seen[0], hook.seen[-1])
     assert not np.array_equal(hook.seen[0], initial[:3])
+
+
+def test_ns_keeps_private_rows_in_word2vecs_order_only():
+    """NS's batched order trains plain Hogwild by default (its rows are written once per centre,
+    not once per context: private copies bought no speed and moved SimLex away from one
+    thread's vectors); word2vec's order keeps 4,096 private rows; a count set still applies."""
+    for order, rows in (("batched", 0), ("word2vec", 4096)):
+        model, _, plan = _model("ns", layer_options=dict(ns_order=order))
+        assert model.layer.hot_row_count(1 << 40) == rows
+        if rows == 0:
+            assert _session(model, 2, hot_rows=None)._hot_rows(plan) is None
+        assert len(_session(model, 2, hot_rows=8)._hot_rows(plan).rows) == 8
 
 
 def test_hs_keeps_more_private_rows_for_a_long_training_call():
