@@ -35,14 +35,16 @@ class NegativeSampling(OutputLayer):
     body = loop.NS
     devices = ("cpu", "cuda")
     OPTIONS = (NEGATIVE, NS_EXPONENT, NS_ORDER)
-    # Private rows of the most frequent words for each thread (cpu_session.HotRows), word2vec's
-    # order only: noise words spread wider than HS's top nodes, so more rows; each row gets a
-    # smaller share of the updates, and summing the changes keeps the quality where averaging
-    # lost it. The batched order (one draw of noise words per centre) writes the hot rows far
-    # less often: plain Hogwild there trained as fast, and closer to one thread's vectors
-    # (SimLex on the 3M prefix; docs/performance.md, "Private hot rows").
+    # Private rows of the most frequent words for each thread (cpu_session.HotRows): noise words
+    # spread wider than HS's top nodes, so more rows; each row gets a smaller share of the
+    # updates, and summing the changes keeps the quality where averaging lost it. The batched
+    # order's short training calls (under 16M input words, HS's threshold) keep every row
+    # shared: there the summed copies cost SimLex (3M prefix: 0.201 against 0.211 plain Hogwild,
+    # one thread 0.218) and bought no speed; on long calls they keep two threads' speed steady
+    # (plain Hogwild there: 19-29 s an epoch set, against 20.9-22.0 s) and WS353 higher
+    # (docs/performance.md, "Private hot rows").
     HOT_ROWS = 4096
-    HOT_ROWS_BATCHED = 0
+    LARGE_WORDS = 16_000_000
     HOT_MERGE = "sum"
 
     def __init__(self, negative: int = 5, exponent: float = 0.75, order: str = "word2vec"):
@@ -71,7 +73,9 @@ class NegativeSampling(OutputLayer):
         return n_words
 
     def hot_row_count(self, total_words: int) -> int:
-        return self.HOT_ROWS_BATCHED if self.order == "batched" else self.HOT_ROWS
+        if self.order == "batched" and total_words < self.LARGE_WORDS:
+            return 0
+        return self.HOT_ROWS
 
     def kernel_args(self):
         return (self.alias_thr, self.alias_idx, self.negative)
