@@ -65,6 +65,12 @@ def path_rows(own, points, w, depth, buf, hot, MAP):
 
 # path nodes whose scores ``walk_path`` computes ahead of their updates (a stack row)
 SCORED_AHEAD = 64
+# ``walk_pair`` for rows of at most this many floats: its two inputs and two errors (4 rows) then
+# fit in the 32 vector registers beside the node's row. Kernel only, 3M prefix, one thread, the
+# Zen 4 guest, seconds an epoch with / without pairs: dim 64 1.32 / 1.38, 96 1.9 / 1.9,
+# 100 2.14 / 2.31, 104 2.9-3.1 / 2.6-2.8, 112 2.5 / 2.45, 128 2.6 / 2.65, 200 4.6-5.0 / 4.1-4.5,
+# 300 8.5 / 8.3 (docs/performance.md, "The fourth pass")
+PAIRED_DIMS = 100
 
 
 @numba.njit(inline="always", nogil=True)
@@ -222,7 +228,8 @@ def score_predict(h, w, syn1, larg, scratch, alpha, err, state, cfg):
 def sg_centre(syn0, syn1, paths, ctx, k, w, alpha, delta, err, err2, rowbuf, top, saturate, hot,
               MAP, lockf, LOCK, D):
     """Skip-gram: the ``k`` context words ``ctx[:k]`` each predict ``w``, context by context
-    along the whole path (``walk_path``); each context vector receives its error after its
+    along the whole path (``walk_path``; two at a time, ``walk_pair``, for rows of at most
+    ``PAIRED_DIMS`` floats); each context vector receives its error after its
     path (``add_to_input``: times its lock factor with ``LOCK``). The rows of the top ``top``
     path nodes are updated once, after the last context, with the sum of every context's
     update (``delta``, at least ``min(top, depth)`` rows): each context reads them as they
@@ -244,7 +251,7 @@ def sg_centre(syn0, syn1, paths, ctx, k, w, alpha, delta, err, err2, rowbuf, top
         r = np.uint64(ctx[j])
         for d in range(D):
             err[d] = 0.0
-        if j + 1 < n and ctx[j + 1] != ctx[j]:  # two contexts in one pass (``walk_pair``)
+        if D <= PAIRED_DIMS and j + 1 < n and ctx[j + 1] != ctx[j]:  # two in one pass
             r2 = np.uint64(ctx[j + 1])
             for d in range(D):
                 err2[d] = 0.0
