@@ -18,7 +18,9 @@ and the ratios.
 word2vec ``.bin`` file: gensim in ``python -c`` (it imports gensim only), semhuff as the real
 ``semhuff-train`` command. The two alternate (gensim, semhuff, gensim, semhuff, ...), ``--repeats``
 times each (at least 3; run i uses seed i), after one untimed warm-up run of each per loss and
-thread count on a tiny file (Numba's kernel cache, the OS's file cache). It prints the min / median / max of the
+thread count: semhuff's with the timed runs' corpus and settings (the kernel a run compiles
+depends on them: private hot rows with two or more workers, for a large enough vocabulary and
+training call), gensim's on a tiny file. It prints the min / median / max of the
 wall seconds and of the CPU seconds (user + sys of the child), the ratio gensim / semhuff of the
 medians, quality (mean and half-range over the runs, from the written files) and the start-up of
 ``python -c "import semhuff"`` (and of gensim; medians of 3).
@@ -215,12 +217,15 @@ def bench_whole(path, args, folder) -> dict:
     if keep:
         os.makedirs(keep, exist_ok=True)
     # untimed: compiles (or loads) semhuff's kernels, warms the file cache; per thread count too,
-    # since two or more workers use other kernels (private hot rows)
+    # since two or more workers use other kernels (private hot rows). semhuff's on the corpus
+    # itself: on a tiny file no rows are private, so the first timed run compiled the kernel
+    # that has them (a 15.6 s maximum among ~5 s runs)
     for loss in args.loss:
         for threads in args.threads:
             for name in SYSTEMS:
                 out = os.path.join(folder, "warmup.bin")
-                timed_child(child_command(name, warm, out, loss, threads, 1, args),
+                corpus = path if name == "semhuff" else warm
+                timed_child(child_command(name, corpus, out, loss, threads, 1, args),
                             f"{name} warm-up", args.timeout)
     rows = []
     for loss in args.loss:
