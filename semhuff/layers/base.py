@@ -104,6 +104,10 @@ class OutputLayer:
 
     HOT_ROWS = 0  # how many rows ``hot_rows`` names by default (measured per layer)
     HOT_MERGE = "sum"  # how the threads' changes to them combine: "sum" or "average"
+    # a train() call of at least this many input words is "long": where a layer's best count of
+    # private rows changes (HS: more rows, NS batched: rows at all; measured in
+    # docs/performance.md, "Private hot rows")
+    LARGE_WORDS = 16_000_000
 
     def hot_row_count(self, total_words: int) -> int:
         """How many private rows for a ``train()`` call over ``total_words`` input words."""

@@ -61,7 +61,6 @@ class HierarchicalSoftmax(OutputLayer):
     # (measured in docs/performance.md, "Private hot rows").
     HOT_ROWS = 256
     HOT_ROWS_LARGE = 1024
-    LARGE_WORDS = 16_000_000
     HOT_MERGE = "average"
     # the largest table of mapped paths a thread gets (thread_args): 8 MiB holds the paths of
     # 80k words 25 deep (the shared corpus at min_count 5: 56k words, 22 deep, 5 MB). Past it

@@ -38,13 +38,12 @@ class NegativeSampling(OutputLayer):
     # Private rows of the most frequent words for each thread (cpu_session.HotRows): noise words
     # spread wider than HS's top nodes, so more rows; each row gets a smaller share of the
     # updates, and summing the changes keeps the quality where averaging lost it. The batched
-    # order's short training calls (under 16M input words, HS's threshold) keep every row
+    # order's short training calls (under ``LARGE_WORDS`` input words) keep every row
     # shared: there the summed copies cost SimLex (3M prefix: 0.201 against 0.211 plain Hogwild,
     # one thread 0.218) and bought no speed; on long calls they keep two threads' speed steady
     # (plain Hogwild there: 19-29 s an epoch set, against 20.9-22.0 s) and WS353 higher
     # (docs/performance.md, "Private hot rows").
     HOT_ROWS = 4096
-    LARGE_WORDS = 16_000_000
     HOT_MERGE = "sum"
 
     def __init__(self, negative: int = 5, exponent: float = 0.75, order: str = "word2vec"):
