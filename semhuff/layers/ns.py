@@ -41,8 +41,8 @@ class NegativeSampling(OutputLayer):
     # order's short training calls (under ``LARGE_WORDS`` input words) keep every row
     # shared: there the summed copies cost SimLex (3M prefix: 0.201 against 0.211 plain Hogwild,
     # one thread 0.218) and bought no speed; on long calls they keep two threads' speed steady
-    # (plain Hogwild there: 19-29 s an epoch set, against 20.9-22.0 s) and WS353 higher
-    # (docs/performance.md, "Private hot rows").
+    # (3 epochs of the full corpus: plain Hogwild 19.1-29.0 s in 13 runs, private rows
+    # 19.5-22.0 s in 7) and WS353 higher (docs/performance.md, "Private hot rows").
     HOT_ROWS = 4096
     HOT_MERGE = "sum"
 
