@@ -130,7 +130,7 @@ def _run(args) -> int:
         import torch  # noqa: F401
     except ImportError:
         raise OptionError("semhuff-lm needs PyTorch: pip install 'semhuff[torch]'") from None
-    from semhuff.lm.data import load_data
+    from semhuff.lm.token_ids import load_data
     from semhuff.lm.trainer import LMSettings, save_model, train_lm, write_report
     for path in (args.output_model, args.report):
         if path:

@@ -115,7 +115,7 @@ def main(argv=None) -> int:
     if not os.path.exists(args.corpus):
         raise SystemExit(missing_message(args.corpus, "the shared corpus"))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
-    from semhuff.lm.data import load_data
+    from semhuff.lm.token_ids import load_data
     from semhuff.lm.trainer import LMSettings, train_lm
     conf = SETTINGS[args.setting]
     os.makedirs(args.out, exist_ok=True)

@@ -14,9 +14,9 @@ F = torch.nn.functional
 
 from semhuff import Word2Vec  # noqa: E402
 from semhuff.errors import OptionError  # noqa: E402
-from semhuff.lm import (AdaptiveSoftmax, ClassSoftmax, FullSoftmax,  # noqa: E402
+from semhuff.lm import (AdaptiveSoftmax, TwoLevelSoftmax, FullSoftmax,  # noqa: E402
                         SelfOrganizingSoftmax, TreeSoftmax, make_output_layer)
-from semhuff.lm.output import OUTPUT_LAYERS  # noqa: E402
+from semhuff.lm.output import LM_LAYERS  # noqa: E402
 from semhuff.trees import make_tree  # noqa: E402
 from semhuff.trees.clusters import frequency_binning, random_clusters  # noqa: E402
 from semhuff.trees.huffman import build_huffman  # noqa: E402
@@ -43,7 +43,7 @@ def randomise(layer, scale=0.5, seed=0):
 def layers(vocab, dtype=torch.float64, device="cpu", **so):
     """One of every layer (the tree softmax over several trees), random weights."""
     out = {name: make_output_layer(name, D, vocab, **(so if name.startswith("self") else {}))
-           for name in OUTPUT_LAYERS}
+           for name in LM_LAYERS}
     out["tree random"] = make_output_layer("tree", D, vocab, tree="random")
     out["tree alphabetical"] = make_output_layer("tree", D, vocab, tree="alphabetical")
     out["tree clusters"] = make_output_layer("tree", D, vocab, tree="clusters", clusters=5)
@@ -120,7 +120,7 @@ def test_class_softmax_matches_a_per_token_two_level_softmax():
     vocab = zipf_vocab()
     for projection in (False, True):
         cluster_of = frequency_binning(vocab.counts, 6)
-        layer = randomise(ClassSoftmax(D, cluster_of, projection=projection).double())
+        layer = randomise(TwoLevelSoftmax(D, cluster_of, projection=projection).double())
         h, t = batch()
         out = layer(h, t).output
         for n in range(len(t)):
@@ -155,8 +155,8 @@ def test_full_and_adaptive_match_torch():
 
 GRADCHECK = {
     "tree": lambda v: TreeSoftmax(D, build_huffman(v.counts)),
-    "class": lambda v: ClassSoftmax(D, frequency_binning(v.counts, 5)),
-    "class projection": lambda v: ClassSoftmax(D, random_clusters(len(v), 5, 1), projection=True),
+    "class": lambda v: TwoLevelSoftmax(D, frequency_binning(v.counts, 5)),
+    "class projection": lambda v: TwoLevelSoftmax(D, random_clusters(len(v), 5, 1), projection=True),
     "self-organized": lambda v: SelfOrganizingSoftmax(D, v.counts, 5),
     "self-organized binary": lambda v: SelfOrganizingSoftmax(D, v.counts, 5, form="binary"),
 }
@@ -434,7 +434,7 @@ def test_statistic_is_the_sequential_smoothing_of_eq_9():
 def test_empty_clusters_get_no_probability_but_keep_a_statistic():
     cluster_of = np.arange(V) % 3
     cluster_of[cluster_of == 1] = 3  # clusters 0, 2, 3 hold words; 1 and 4 none
-    layer = randomise(ClassSoftmax(D, cluster_of, n_clusters=5).double())
+    layer = randomise(TwoLevelSoftmax(D, cluster_of, n_clusters=5).double())
     h, t = batch()
     lp = layer.log_prob(h)
     assert torch.allclose(lp.exp().sum(1), torch.ones(12, dtype=torch.float64), atol=1e-12)
@@ -476,7 +476,7 @@ def test_after_step_counts_and_freezes():
 
 # -- state -----------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("name", list(OUTPUT_LAYERS))
+@pytest.mark.parametrize("name", list(LM_LAYERS))
 def test_state_dict_round_trip(name):
     vocab = zipf_vocab(80)
     options = {"reassign_every": 2, "freq_budget": 0.3} if name.startswith("self") else {}

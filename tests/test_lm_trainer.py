@@ -13,9 +13,9 @@ torch = pytest.importorskip("torch", reason="the torch extra is not installed")
 
 from semhuff.cli.lm import main as lm_main  # noqa: E402
 from semhuff.errors import CorpusError, OptionError, TrainingDiverged  # noqa: E402
-from semhuff.lm.data import (EOS, UNK, batchify, build_vocab, load_data, split_heldout,  # noqa: E402
+from semhuff.lm.token_ids import (EOS, UNK, batchify, build_vocab, load_data, split_heldout,  # noqa: E402
                              tokens)
-from semhuff.lm.model import CELLS  # noqa: E402
+from semhuff.lm.networks import CELLS  # noqa: E402
 from semhuff.lm.trainer import LMSettings, evaluate, load_model, save_model, train_lm  # noqa: E402
 
 

@@ -40,7 +40,7 @@ def flatten(layer: nn.Module, input: torch.Tensor, target: Optional[torch.Tensor
     return flat, target.reshape(-1).long()
 
 
-class OutputLayer(nn.Module):
+class LMOutputLayer(nn.Module):
     """Base of the layers here: subclasses give ``target_log_prob(h, target)`` ((N, D), (N,) ->
     (N,)) and ``full_log_prob(h)`` ((N, D) -> (N, V)); ``forward``, ``log_prob`` and
     ``predict`` follow."""

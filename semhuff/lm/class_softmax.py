@@ -36,11 +36,11 @@ from torch import nn
 
 from ..errors import OptionError
 from ..trees.clusters import cluster_members
-from .base import OutputLayer, check_sizes
+from .base import LMOutputLayer, check_sizes
 from .paths import Workspace
 
 
-class ClassSoftmax(OutputLayer):
+class TwoLevelSoftmax(LMOutputLayer):
     """Two-level softmax over the clusters ``cluster_of`` (word id -> cluster id in
     0..n_clusters-1; ``n_clusters`` defaults to ``max + 1``). ``sparse``: the word vectors'
     gradient is sparse (the rows of the clusters in the batch)."""
@@ -169,7 +169,7 @@ class InClusterLogProb(torch.autograd.Function):
     in backward rather than kept (a fresh ~100 MB array costs its page faults every batch)."""
 
     @staticmethod
-    def forward(ctx, hw, word_weight, target, layer: ClassSoftmax, sparse: bool):
+    def forward(ctx, hw, word_weight, target, layer: TwoLevelSoftmax, sparse: bool):
         cluster = layer.cluster_of[target]
         order = torch.argsort(cluster, stable=True)
         present, n_tokens = torch.unique_consecutive(cluster[order], return_counts=True)

@@ -8,10 +8,10 @@ import torch
 from torch import nn
 
 from ..errors import OptionError
-from .base import LayerOutput, OutputLayer, check_sizes, flatten
+from .base import LayerOutput, LMOutputLayer, check_sizes, flatten
 
 
-class FullSoftmax(OutputLayer):
+class FullSoftmax(LMOutputLayer):
     """``log_softmax(h W^T + b)`` over the whole vocabulary: exact and O(V) per prediction."""
 
     def __init__(self, in_features: int, n_classes: int, bias: bool = True,

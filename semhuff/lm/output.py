@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..errors import OptionError
 from ..tree import Tree
 
-OUTPUT_LAYERS = ("full", "adaptive", "tree", "class", "self-organized", "self-organized-binary")
+LM_LAYERS = ("full", "adaptive", "tree", "class", "self-organized", "self-organized-binary")
 
 # the options each layer takes as keywords, besides the named arguments
 LAYER_OPTIONS = {
@@ -24,7 +24,7 @@ LAYER_OPTIONS = {
 def make_output_layer(name: str, in_features: int, vocab, *, tree="huffman", similarity=None,
                       clusters=None, clustering="frequency", cutoffs=None, seed=1,
                       **options):
-    """The output layer ``name`` (one of ``OUTPUT_LAYERS``) over ``vocab``, a
+    """The output layer ``name`` (one of ``LM_LAYERS``) over ``vocab``, a
     ``semhuff.vocab.Vocab`` (frequency-sorted words and counts; id i = the i-th word).
 
     * ``tree`` (name "tree"): a tree-builder name for ``semhuff.trees.make_tree`` (huffman,
@@ -41,9 +41,9 @@ def make_output_layer(name: str, in_features: int, vocab, *, tree="huffman", sim
 
     An unknown name or option, or a setting the named layer does not use, is an
     ``OptionError`` (one line)."""
-    if name not in OUTPUT_LAYERS:
+    if name not in LM_LAYERS:
         raise OptionError(f"unknown output layer {name!r} (expected one of: "
-                          f"{', '.join(OUTPUT_LAYERS)})")
+                          f"{', '.join(LM_LAYERS)})")
     V = len(vocab)
     _refuse_unused(name, tree=tree, similarity=similarity, clusters=clusters,
                    clustering=clustering, cutoffs=cutoffs)
@@ -64,12 +64,12 @@ def make_output_layer(name: str, in_features: int, vocab, *, tree="huffman", sim
     n_clusters = _n_clusters(clusters, V)
     if name == "class":
         from ..trees.clusters import frequency_binning, random_clusters
-        from .class_softmax import ClassSoftmax
+        from .class_softmax import TwoLevelSoftmax
         if clustering not in ("frequency", "random"):
             raise OptionError(f"clustering must be 'frequency' or 'random', got {clustering!r}")
         cluster_of = (frequency_binning(vocab.counts, n_clusters) if clustering == "frequency"
                       else random_clusters(V, n_clusters, seed))
-        return ClassSoftmax(in_features, cluster_of, n_clusters=n_clusters, **own)
+        return TwoLevelSoftmax(in_features, cluster_of, n_clusters=n_clusters, **own)
     from .self_organizing import SelfOrganizingSoftmax
     form = "binary" if name == "self-organized-binary" else "two-level"
     return SelfOrganizingSoftmax(in_features, vocab.counts, n_clusters=n_clusters, form=form,
@@ -119,4 +119,4 @@ def _tree(tree, vocab, similarity, clusters, seed, builder_options) -> Tree:
     return make_tree(tree, vocab, similarity=similarity, seed=seed, **builder_options)
 
 
-__all__ = ["LAYER_OPTIONS", "OUTPUT_LAYERS", "make_output_layer"]
+__all__ = ["LAYER_OPTIONS", "LM_LAYERS", "make_output_layer"]

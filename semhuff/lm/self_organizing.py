@@ -24,7 +24,7 @@ re-assignment. What is here is the PyTorch side:
   paper's, never frozen).
 
 Forms. ``"two-level"``: the paper's softmax over clusters, then over the words of the
-cluster (``ClassSoftmax``); a re-assignment moves no weight (cluster vectors belong to
+cluster (``TwoLevelSoftmax``); a re-assignment moves no weight (cluster vectors belong to
 cluster ids, word vectors to words), only membership. ``"binary"``: the clusters as a binary
 tree (a Huffman tree over the clusters by token mass, one inside each cluster) trained as tree
 softmax (``TreeSoftmax``), at about Huffman's cost; P(c | h) for all clusters needs the
@@ -49,8 +49,8 @@ from ..errors import OptionError
 from ..layers.organizer import SelfOrganizer
 from ..layers.self_organized import remap_rows, split_keys
 from ..trees.clusters import cluster_tree
-from .base import OutputLayer, check_sizes
-from .class_softmax import ClassSoftmax
+from .base import LMOutputLayer, check_sizes
+from .class_softmax import TwoLevelSoftmax
 from .optim_state import remap_optimizer_state
 from .paths import path_matrix, paths_log_prob
 from .tree_softmax import TreeSoftmax
@@ -61,7 +61,7 @@ FORMS = ("two-level", "binary")
 LOG2E = 1.0 / math.log(2.0)
 
 
-class SelfOrganizingSoftmax(OutputLayer):
+class SelfOrganizingSoftmax(LMOutputLayer):
     """Self-organized two-level or binary softmax over words with frequency-sorted ``counts``
     (id 0 the most frequent). ``n_clusters``: default round(sqrt V); ``reassign_every``:
     optimizer steps between re-assignments (the paper's K = 1000 batches); ``gamma``,
@@ -111,7 +111,7 @@ class SelfOrganizingSoftmax(OutputLayer):
         self.steps = self.tokens = self.reassignments = 0
         self._lam_for = None  # (tokens a step) lam was set for
         if form == "two-level":
-            self.body = ClassSoftmax(in_features, o.cluster_of, o.n_clusters, projection, sparse,
+            self.body = TwoLevelSoftmax(in_features, o.cluster_of, o.n_clusters, projection, sparse,
                                      device=device, dtype=dtype)
             self.register_buffer("cluster_depth", None)
         else:

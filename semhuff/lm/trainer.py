@@ -30,8 +30,8 @@ import torch
 
 from ..errors import OptionError, TrainingDiverged
 from ..io_utils import atomic_output
-from .data import LMData, batchify
-from .model import CELLS, LSTMLanguageModel
+from .token_ids import LMData, batchify
+from .networks import CELLS, LSTMLanguageModel
 from .optim_state import clip_grad_norm
 from .output import make_output_layer
 

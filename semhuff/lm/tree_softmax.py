@@ -17,11 +17,11 @@ from torch import nn
 
 from ..errors import OptionError, TreeError
 from ..tree import Tree
-from .base import OutputLayer, check_sizes
+from .base import LMOutputLayer, check_sizes
 from .paths import PathBatch, Workspace, leaf_matrix, path_buffers, path_scores, paths_log_prob
 
 
-class TreeSoftmax(OutputLayer):
+class TreeSoftmax(LMOutputLayer):
     """Tree (hierarchical) softmax over ``tree`` (``semhuff.tree.Tree``, one leaf per word id).
 
     ``sparse``: the weight's gradient is a sparse tensor of the rows the batch touched (use
