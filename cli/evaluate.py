@@ -11,7 +11,7 @@ raised, or gave a value its metric cannot take), when a data set asked for by na
 ``--analogy``), or when nothing could be evaluated; 2 on bad options or when a vectors file
 cannot be loaded or holds non-finite vectors (the other models are still evaluated and
 reported). A default data set that is not there is skipped: a ``SKIPPED`` line under the table
-says why and where the data folder was looked for (semhuff.data), and the exit status stays 0.
+says why and where the data folder was looked for (semhuff.data_paths), and the exit status stays 0.
 
     semhuff-eval --check-data [--data-dir DIR]
 
@@ -28,13 +28,13 @@ from pathlib import Path
 from typing import Optional
 
 from semhuff.errors import SemhuffError
-from semhuff.evaluation import (
+from semhuff.eval import (
     ANALOGY_METHODS, POS_CORPORA, SIMILARITY_FILES, TASKS, SuiteConfig, VectorsError, dump_json,
     format_markdown, format_text, load_vectors, plot, run_suite,
 )
-from semhuff.evaluation.pos import DEFAULT_MAX_TRAIN_TOKENS, DEFAULT_POS_CORPORA, DEFAULT_WINDOW
-from semhuff.evaluation.synonyms import DIRECTIONS
-from semhuff.evaluation.vectors import DEFAULT_RESTRICT_VOCAB, default_names
+from semhuff.eval.pos import DEFAULT_MAX_TRAIN_TOKENS, DEFAULT_POS_CORPORA, DEFAULT_WINDOW
+from semhuff.eval.synonyms import DIRECTIONS
+from semhuff.eval.vectors import DEFAULT_RESTRICT_VOCAB, default_names
 from semhuff.io_utils import atomic_output, check_writable
 
 from .common import console_script, run_cli
@@ -260,7 +260,7 @@ def _evaluate(args, config) -> int:
 
 def _check_data(args) -> int:
     """Each manifest file: ok, missing, or differing from the manifest (size, sha256)."""
-    from semhuff.data import check_data, data_root, where_looked
+    from semhuff.data_paths import check_data, data_root, where_looked
     root = args.data_dir if args.data_dir is not None else data_root()
     checks = list(check_data(root))
     for check in checks:

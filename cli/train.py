@@ -25,7 +25,7 @@ from semhuff.lean_numba import skip_blas_probe
 from semhuff.memory import return_large_blocks
 from semhuff.model import Word2Vec, default_workers
 from semhuff.numba_cache import compile_seconds
-from semhuff.tree import load_tree_file
+from semhuff.trees.base import load_tree_file
 from semhuff.training_report import check_report_writable, write_training_report
 from semhuff.trees import TREE_BUILDERS
 from semhuff.vectors_io import FORMATS, resolve_format

@@ -25,7 +25,7 @@ import numpy as np
 from semhuff.corpus import Corpus
 from semhuff.errors import SemhuffError
 from semhuff.io_utils import check_writable
-from semhuff.tree import Tree, load_tree_file
+from semhuff.trees.base import Tree, load_tree_file
 from semhuff.trees import TREE_BUILDERS, make_tree
 from semhuff.trees.huffman import build_huffman
 from semhuff.trees.semhuff import sibling_similarity

@@ -12,7 +12,7 @@ numba_cache.install(__version__)
 from .corpus import Corpus  # noqa: E402
 from .errors import SemhuffError  # noqa: E402
 from .model import Word2Vec  # noqa: E402
-from .tree import Tree  # noqa: E402
+from .trees.base import Tree  # noqa: E402
 from .vectors_io import load_vectors  # noqa: E402
 from .vocab import Vocab  # noqa: E402
 

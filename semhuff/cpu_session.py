@@ -69,7 +69,7 @@ class HotRows:
     the most frequent context words.
 
     Two Hogwild threads writing the same rows make their cores pass those cache lines back and
-    forth, which cost two threads much of their speed-up (``eval/bench_threads.py``,
+    forth, which cost two threads much of their speed-up (``eval/bench/threads.py``,
     docs/performance.md). So a thread trains a chunk on its own copies of the ``rows`` and then
     merges what it changed, times ``share``, into the shared rows, under a lock; every other row
     stays Hogwild. ``share = 1``: the shared rows get each thread's whole change (what Hogwild

@@ -12,7 +12,7 @@ import numpy as np
 
 from .errors import ModelFileError
 from .layers import layer_class
-from .tree import Tree
+from .trees.base import Tree
 from .trees.huffman import build_huffman
 from .vocab import Vocab
 

@@ -24,7 +24,7 @@ from .io_utils import MODEL_LAYER_PREFIX, atomic_output, open_npz, pack_words, u
 from .layers import OutputLayer, check_layer_settings, layer_class, layer_from_state
 from .scoring import ScoreReport, score
 from .trainer import TrainReport, TrainSettings, train
-from .tree import Tree
+from .trees.base import Tree
 from .vectors_io import (resolve_format, save_keyed_vectors, save_word2vec_binary,
                          to_keyed_vectors)
 from .vocab import Vocab, check_sample

@@ -8,7 +8,7 @@ os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
 import numpy as np
 import pytest
 
-from semhuff.data import missing_message, shared_corpus as shared_corpus_path
+from semhuff.data_paths import missing_message, shared_corpus as shared_corpus_path
 
 CORPUS = str(shared_corpus_path())
 

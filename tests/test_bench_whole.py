@@ -11,8 +11,8 @@ from gensim.models import KeyedVectors
 
 @pytest.fixture(scope="module")
 def bench():
-    # this checkout's eval/bench_train.py, whichever checkout an editable install maps semhuff.eval to
-    path = Path(__file__).resolve().parents[1] / "eval" / "bench_train.py"
+    # this checkout's eval/bench/train.py, whichever checkout an editable install maps semhuff.eval to
+    path = Path(__file__).resolve().parents[1] / "eval" / "bench" / "train.py"
     spec = importlib.util.spec_from_file_location("bench_train_under_test", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

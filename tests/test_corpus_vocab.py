@@ -12,7 +12,7 @@ import pytest
 from semhuff.corpus import Corpus
 from semhuff.errors import CorpusError, VocabError
 from semhuff.trees.huffman import build_huffman
-from semhuff.tree import Tree, TreeError
+from semhuff.trees.base import Tree, TreeError
 from semhuff.vocab import Vocab, scan_counts
 
 TEXT = "the cat sat on the mat\nthe dog ate the cat food\n\n  a   b  c\nlast line without newline"

@@ -22,7 +22,7 @@ from semhuff.distributed.splits import SplitCorpus, plan_splits, subdivide  # no
 from semhuff.distributed.vocab import count_vocab  # noqa: E402
 from semhuff.errors import CheckpointError, OptionError  # noqa: E402
 from semhuff.schedule import Schedule  # noqa: E402
-from semhuff.eval.dask_planted import SETTINGS, class_purity, planted_corpus  # noqa: E402
+from semhuff.eval.bench.dask_planted import SETTINGS, class_purity, planted_corpus  # noqa: E402
 from semhuff.vocab import Vocab  # noqa: E402
 
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from gensim.models import KeyedVectors
 
-from semhuff.evaluation import VectorsError, load_vectors
+from semhuff.eval import VectorsError, load_vectors
 
 try:
     from semhuff.cli import evaluate as cli
@@ -259,9 +259,9 @@ def test_cli_refuses_non_finite_vectors(tmp_path, capsys, datasets):
 
 
 def test_suite_flags_non_finite_vectors_given_in_memory(datasets):
-    from semhuff.evaluation import LoadedVectors, LoadReport, SuiteConfig, run_suite
-    from semhuff.evaluation.synonyms import evaluate_synonyms, read_synonym_pairs
-    from semhuff.evaluation.vectors import Lookup
+    from semhuff.eval import LoadedVectors, LoadReport, SuiteConfig, run_suite
+    from semhuff.eval.synonyms import evaluate_synonyms, read_synonym_pairs
+    from semhuff.eval.vectors import Lookup
 
     # what the scorer alone makes of NaN vectors: an MRR no ranking can have
     pairs = read_synonym_pairs(datasets["--synonyms"])
@@ -274,8 +274,8 @@ def test_suite_flags_non_finite_vectors_given_in_memory(datasets):
 
 
 def test_an_impossible_value_is_a_failure_not_a_number(tmp_path, capsys, datasets, monkeypatch):
-    from semhuff.evaluation import synonyms
-    from semhuff.evaluation.results import Score, out_of_range
+    from semhuff.eval import synonyms
+    from semhuff.eval.results import Score, out_of_range
 
     real = synonyms.evaluate_synonyms
 

@@ -3,9 +3,9 @@ import numpy as np
 import pytest
 from gensim.models import KeyedVectors
 
-from semhuff.evaluation import pos
-from semhuff.data import data_root, missing_message
-from semhuff.evaluation.vectors import Lookup
+from semhuff.eval import pos
+from semhuff.data_paths import data_root, missing_message
+from semhuff.eval.vectors import Lookup
 
 
 @pytest.fixture(autouse=True)

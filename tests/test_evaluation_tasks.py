@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from gensim.models import KeyedVectors
 
-from semhuff.evaluation import analogy, similarity, synonyms, thesaurus
-from semhuff.data import data_path, missing_message
-from semhuff.evaluation.datasets import Parsed
-from semhuff.evaluation.vectors import Lookup
+from semhuff.eval import analogy, similarity, synonyms, thesaurus
+from semhuff.data_paths import data_path, missing_message
+from semhuff.eval.datasets import Parsed
+from semhuff.eval.vectors import Lookup
 
 RELATIONS = {  # section name -> (prefix of the first word, prefix of the second word)
     "capital-common-countries": ("country", "capital"),

@@ -307,7 +307,7 @@ def test_negative_sampling_batched_step():
 def _caterpillar(n_words):
     """A tree whose word ``n_words - 1`` is ``n_words - 1`` nodes deep: inner node V + i has
     leaf i (branch 0) and inner node V + i + 1 (branch 1) below it; the last has two leaves."""
-    from semhuff.tree import Tree
+    from semhuff.trees.base import Tree
     V = n_words
     parent = np.empty(2 * V - 1, np.int64)
     branch = np.zeros(2 * V - 1, np.int8)

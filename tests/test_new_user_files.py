@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 from gensim.models import KeyedVectors
 
-import semhuff.data as data_mod
+import semhuff.data_paths as data_mod
 from semhuff.errors import CorpusError, ModelFileError, OptionError, TreeError, VectorsError
-from semhuff.evaluation import load_vectors
+from semhuff.eval import load_vectors
 
 try:
     from semhuff.cli import evaluate, score, train, tree as tree_cli
@@ -141,7 +141,7 @@ def test_manifest_matches_the_shared_data_and_names_every_default_file():
     assert rows and {r["path"] for r in rows} == {e.path for e in data_mod.manifest()}
     for row in rows:
         assert row["source"] and row["licence"] and len(row["sha256"]) == 64, row["path"]
-    from semhuff.evaluation.datasets import SIMILARITY_FILES
+    from semhuff.eval.datasets import SIMILARITY_FILES
     listed = {r["path"] for r in rows}
     for name, (_, shared_name) in SIMILARITY_FILES.items():
         assert f"wordsim/{shared_name}" in listed, name
@@ -185,7 +185,7 @@ def test_packaging_installs_the_data_folder_as_semhuff_data():
 
 
 def test_wordnet_missing_message_says_how_to_point_to_it(installed):
-    from semhuff.wordnet import find_wordnet
+    from semhuff.wordnet_reader import find_wordnet
     if Path("/usr/share/wordnet/data.noun").is_file():
         pytest.skip("a system WordNet is installed")
     with pytest.raises(Exception, match="no data folder found.*SEMHUFF_DATA"):
@@ -403,7 +403,7 @@ def test_eval_quiet_is_quiet_and_the_bar_counts_reading(tmp_path, monkeypatch):
     assert result.returncode == 0 and result.stderr == "", result.stderr
     assert "ws353" in result.stdout
 
-    from semhuff.evaluation import suite
+    from semhuff.eval import suite
     seen = []
 
     class Bar:

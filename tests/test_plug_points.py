@@ -15,7 +15,7 @@ from semhuff.errors import ModelFileError, OptionError, TrainingDiverged
 from semhuff.hooks import Hook
 from semhuff.layers import OUTPUT_LAYERS, OutputLayer, register_output_layer
 from semhuff.options import Option
-from semhuff.tree import Tree
+from semhuff.trees.base import Tree
 
 SMALL = dict(vector_size=16, min_count=3, epochs=2, workers=1, progress=False)
 

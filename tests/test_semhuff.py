@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from semhuff.tree import TreeError
+from semhuff.trees.base import TreeError
 from semhuff.trees import make_tree
 from semhuff.trees.huffman import build_huffman
 from semhuff.trees.semhuff import build_semhuff, sibling_similarity

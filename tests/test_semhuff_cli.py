@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from semhuff.cli.tree import format_neighbourhood, main  # the top-level cli/ folder
-from semhuff.tree import Tree
+from semhuff.trees.base import Tree
 from semhuff.trees.huffman import build_huffman
 
 # the counts of the paper's six-word demo (tests/test_semhuff.py): cat and dog end up siblings

@@ -11,9 +11,10 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 def _modules():
     mods = {}
-    # setup.cfg's package_dir: cli/ is semhuff.cli, data/ (its manifest) semhuff._data
+    # setup.cfg's package_dir: cli/ is semhuff.cli, eval/ semhuff.eval, data/ (its manifest)
+    # semhuff._data
     for base, package in ((ROOT / "semhuff", "semhuff"), (ROOT / "cli", "semhuff.cli"),
-                          (ROOT / "data", "semhuff._data")):
+                          (ROOT / "eval", "semhuff.eval"), (ROOT / "data", "semhuff._data")):
         for path in base.rglob("*.py"):
             parts = path.relative_to(base).with_suffix("").parts
             name = ".".join((package,) + parts)

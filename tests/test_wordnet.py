@@ -5,12 +5,12 @@ import json
 
 import pytest
 
-from semhuff import wordnet
-from semhuff.data import data_path, missing_message
-from semhuff.evaluation import thesaurus
+from semhuff import wordnet_reader as wordnet
+from semhuff.data_paths import data_path, missing_message
+from semhuff.eval import thesaurus
 from semhuff.trees.similarity import WORDNET_LINKS
 
-# Recorded from the thesaurus' own data.* reader before it moved to semhuff.wordnet: synset
+# Recorded from the thesaurus' own data.* reader before it moved to semhuff.wordnet_reader: synset
 # count and SHA-256 of the JSON list of lemma lists, per part of speech.
 SYNSETS = {
     "n": (82115, "abe64275143c05b4"),
@@ -49,7 +49,7 @@ def test_thesaurus_synsets_fixed_members(folder):
 def test_graph_has_every_synset_of_the_thesaurus_view(folder):
     graph = wordnet.read_graph(str(folder), WORDNET_LINKS)
     assert graph.n_synsets == sum(count for count, _ in SYNSETS.values())
-    # recorded from the similarity's own reader before it moved to semhuff.wordnet
+    # recorded from the similarity's own reader before it moved to semhuff.wordnet_reader
     assert (graph.link_src.size, len(graph.senses)) == (218468, 155287)
     assert wordnet.base_forms("geese", "noun", graph) == ["goose"]
     assert wordnet.base_forms("better", "adj", graph) == ["better", "good", "well"]

@@ -9,7 +9,7 @@ from ..errors import OptionError, TreeError
 from ..gpu.programs import BinaryOutputs
 from ..kernels import loop
 from ..options import Option
-from ..tree import Tree
+from ..trees.base import Tree
 from ..trees import make_tree, tree_builder_options
 from .base import OutputLayer
 

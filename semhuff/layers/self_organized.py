@@ -26,7 +26,7 @@ import numpy as np
 
 from ..kernels import loop
 from ..options import Option, positive_number
-from ..tree import Tree
+from ..trees.base import Tree
 from ..trees.clusters import cluster_tree
 from .diagnostics import HELDOUT_OPTIONS, ClusterDiagnostics
 from .hs import CLIP, HS_ORDER, HierarchicalSoftmax

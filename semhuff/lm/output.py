@@ -3,7 +3,7 @@ benchmark. Every layer it returns has the same interface (``semhuff.lm.base``)."
 from __future__ import annotations
 
 from ..errors import OptionError
-from ..tree import Tree
+from ..trees.base import Tree
 
 LM_LAYERS = ("full", "adaptive", "tree", "class", "self-organized", "self-organized-binary")
 

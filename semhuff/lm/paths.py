@@ -2,7 +2,7 @@
 gradient of the output weights.
 
 For a batch of targets, every (token, path node) pair needs one dot product ``h[n] . W[row]``.
-Measured at V = 50k, D = 512, 2,560 tokens, 2 CPU threads (eval/bench_lm_layers.py): the
+Measured at V = 50k, D = 512, 2,560 tokens, 2 CPU threads (eval/bench/lm_layers.py): the
 plain autograd form (gather the padded (N, depth, D) rows, one bmm, dense weight gradient) is
 dominated not by arithmetic but by memory: the gathered rows (100 MB), the outer products of
 the weight gradient (another (N, depth, D)) and the fresh zero-filled (V, D) gradient, each
@@ -28,7 +28,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..tree import Tree
+from ..trees.base import Tree
 
 
 def path_buffers(tree: Tree, device=None, dtype=None) -> Tuple[torch.Tensor, torch.Tensor,

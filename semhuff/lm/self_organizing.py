@@ -33,7 +33,7 @@ C - 1 nodes of the tree's cluster part, evaluated on ``statistic_rows`` rows of 
 path (``paths.path_matrix``; the Numba kernel walks ``top_part`` node by node for the same
 numbers). Measured at V = 50k, 2,560 tokens a batch, 512 rows: the layer, statistic and
 diagnostics included, takes 1-5 ms a batch more than the Huffman tree softmax
-(eval/bench_lm_layers.py).
+(eval/bench/lm_layers.py).
 """
 from __future__ import annotations
 

@@ -16,13 +16,13 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..errors import OptionError, TreeError
-from ..tree import Tree
+from ..trees.base import Tree
 from .base import LMOutputLayer, check_sizes
 from .paths import PathBatch, Workspace, leaf_matrix, path_buffers, path_scores, paths_log_prob
 
 
 class TreeSoftmax(LMOutputLayer):
-    """Tree (hierarchical) softmax over ``tree`` (``semhuff.tree.Tree``, one leaf per word id).
+    """Tree (hierarchical) softmax over ``tree`` (``semhuff.trees.base.Tree``, one leaf per word id).
 
     ``sparse``: the weight's gradient is a sparse tensor of the rows the batch touched (use
     SGD, Adagrad or SparseAdam; they then update only those rows), else dense. The weights
@@ -34,7 +34,7 @@ class TreeSoftmax(LMOutputLayer):
                  dtype=None):
         super().__init__()
         if not isinstance(tree, Tree):
-            raise OptionError(f"tree must be a semhuff.tree.Tree, got {type(tree).__name__}")
+            raise OptionError(f"tree must be a semhuff.trees.base.Tree, got {type(tree).__name__}")
         self.in_features, self.n_classes = check_sizes(in_features, tree.n_words)
         self.sparse = bool(sparse)
         self.weight = nn.Parameter(torch.zeros(tree.n_words - 1, self.in_features,

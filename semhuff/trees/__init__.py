@@ -11,7 +11,7 @@ from typing import Callable, Dict, Tuple
 import numpy as np
 
 from ..options import Option, check_settings, positive_int
-from ..tree import Tree, TreeError
+from .base import Tree, TreeError
 from .clusters import CLUSTERS
 
 TREE_BUILDERS: Dict[str, Callable[..., Tree]] = {}

@@ -23,7 +23,7 @@ import numpy as np
 
 from ..errors import OptionError
 from ..options import Option, positive_int
-from ..tree import Tree
+from .base import Tree
 from .huffman import _huffman_parents
 
 

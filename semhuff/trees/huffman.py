@@ -4,7 +4,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ..tree import Tree, TreeError
+from .base import Tree, TreeError
 
 
 @numba.njit(cache=True, nogil=True)

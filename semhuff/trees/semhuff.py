@@ -33,7 +33,7 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
-from ..tree import Tree, TreeError
+from .base import Tree, TreeError
 from .huffman import build_huffman
 from .matching import approximate_matching, exact_matching, matching_weight
 from .similarity.core import top_k_symmetric

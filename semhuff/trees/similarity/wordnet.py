@@ -3,7 +3,7 @@ breadth-first over hypernym / hyponym (incl. instance), similar-to and verb-grou
 ``max_hops`` (default 2); a tier is only searched when the nearer ones gave fewer than ``top_k``
 words, and ties inside the last tier prefer words linked by more sense pairs, then more frequent
 words. Inflected vocabulary words reach their lemmas through WordNet's exception lists and
-detachment rules (NLTK's ``morphy``). WordNet's files are read by ``semhuff.wordnet``.
+detachment rules (NLTK's ``morphy``). WordNet's files are read by ``semhuff.wordnet_reader``.
 """
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
-from ... import wordnet as wordnet_reader
+from ... import wordnet_reader
 from ...errors import DatasetMissing, SimilarityError
-from ...wordnet import POS_FILES, WordNetGraph, base_forms, default_wordnet_dirs
+from ...wordnet_reader import POS_FILES, WordNetGraph, base_forms, default_wordnet_dirs
 from .core import DEFAULT_TOP_K, SimilarityReport, _finish, _word_index, top_k_symmetric
 
 DEFAULT_WORDNET_HOPS = 2
@@ -38,13 +38,13 @@ def _as_similarity_error():
 
 
 def find_wordnet(wordnet_dir: Optional[str] = None) -> str:
-    """``semhuff.wordnet.find_wordnet``, raising ``SimilarityError``."""
+    """``semhuff.wordnet_reader.find_wordnet``, raising ``SimilarityError``."""
     with _as_similarity_error():
         return wordnet_reader.find_wordnet(wordnet_dir)
 
 
 def read_wordnet(wordnet_dir: Optional[str] = None, links=WORDNET_LINKS) -> WordNetGraph:
-    """WordNet's synset graph over ``links`` (``semhuff.wordnet.read_graph``), raising
+    """WordNet's synset graph over ``links`` (``semhuff.wordnet_reader.read_graph``), raising
     ``SimilarityError``."""
     with _as_similarity_error():
         return wordnet_reader.read_graph(wordnet_dir, links)

@@ -1,7 +1,7 @@
 """Benchmark SemHuff tree building on the shared corpus vocabulary (min_count 5, ~56k words).
 
-    python -m eval.bench_semhuff [--vectors PATH] [--ratio-max-nodes 3000]
-    (installed: python -m semhuff.eval.bench_semhuff)
+    python -m semhuff.eval.bench.semhuff_build [--vectors PATH] [--ratio-max-nodes 3000]
+    (installed: python -m semhuff.eval.bench.semhuff_build)
 
 For WordNet similarity and for embedding top-30 similarity it prints the time of the similarity
 step, every level (nodes, leaves, edges, matching used, seconds) and the total; the target is
@@ -24,7 +24,7 @@ from typing import List
 import numpy as np
 
 from semhuff.corpus import Corpus
-from semhuff.data import missing_message, shared_corpus
+from semhuff.data_paths import missing_message, shared_corpus
 from semhuff.trees.matching import approximate_matching, exact_matching, matching_weight
 from semhuff.trees.huffman import build_huffman
 from semhuff.trees.semhuff import LevelStats, build_semhuff, sibling_similarity

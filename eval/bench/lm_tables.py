@@ -1,6 +1,6 @@
 """The papers' language-model tables on the shared corpus, scaled to what a 2-core CPU allows.
 
-    python -m semhuff.eval.lm_tables --setting ptb|text8 [--corpus PATH] [--out DIR]
+    python -m semhuff.eval.bench.lm_tables --setting ptb|text8 [--corpus PATH] [--out DIR]
 
 The corpus is built the text8 way (one line, 100M characters), so the self-organized HSM
 paper's split applies: the last 1M characters are held out, the training text comes before.
@@ -29,7 +29,7 @@ import os
 import tempfile
 import time
 
-from semhuff.data import missing_message, shared_corpus
+from semhuff.data_paths import missing_message, shared_corpus
 
 SETTINGS = {
     "ptb": dict(max_vocab=10_000, train_tokens=1_000_000, heldout_tokens=100_000, epochs=2,

@@ -1,7 +1,7 @@
 """Dask rounds on planted word classes: how quality depends on the number of workers, the round
 length and the combination rule, on a corpus whose right answer is known.
 
-    python -m semhuff.eval.dask_planted --workers 2 8 --round-words 5000 40000
+    python -m semhuff.eval.bench.dask_planted --workers 2 8 --round-words 5000 40000
 
 A corpus of 20 classes x 100 words (``planted_corpus``: a sentence walks a fixed class-level
 chain, each word drawn from its class by Zipf's law), 300k tokens; quality is the share of each

@@ -4,8 +4,8 @@ The SemHuff paper's protocol (§4.1): pairs come from synonym sets of at most 10
 Princeton WordNet dict files (one set per synset; default ``$SEMHUFF_DATA/wordnet``) or a MyThes
 ``th_*.dat`` file (``--mythes``). Any other thesaurus only needs to become the same plain file.
 
-    python -m semhuff.eval.make_synonym_pairs -o wordnet_pairs.tsv      # installed
-    python -m eval.make_synonym_pairs --mythes th_en_US_v2.dat --sample 3000 -o mythes_3000.tsv  # checkout
+    python -m semhuff.eval.bench.make_synonym_pairs -o wordnet_pairs.tsv      # installed
+    python -m semhuff.eval.bench.make_synonym_pairs --mythes th_en_US_v2.dat --sample 3000 -o mythes_3000.tsv  # checkout
     semhuff-eval vectors.bin --tasks synonyms --synonyms wordnet_pairs.tsv
 """
 from __future__ import annotations
@@ -17,9 +17,9 @@ import random
 import sys
 from pathlib import Path
 
-from semhuff.data import data_path
+from semhuff.data_paths import data_path
 from semhuff.errors import SemhuffError
-from semhuff.evaluation import thesaurus
+from semhuff.eval import thesaurus
 from semhuff.io_utils import atomic_output
 
 PROG = "make_synonym_pairs"

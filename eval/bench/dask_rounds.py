@@ -1,6 +1,6 @@
 """Dask training against one process: speed, quality at equal epochs, round overhead.
 
-    python -m semhuff.eval.bench_dask --corpus /tmp/semhuff-scale/corpus-x1.txt --epochs 3 \\
+    python -m semhuff.eval.bench.dask_rounds --corpus /tmp/semhuff-scale/corpus-x1.txt --epochs 3 \\
         --workers 1 2 --round-words 1000000 250000 4000000 --combine adaptive weighted mean sum
 
 Trains plain semhuff (``--threads`` threads) and semhuff on a ``LocalCluster`` of 1 and 2 worker
@@ -23,8 +23,8 @@ import sys
 import time
 
 from semhuff import Word2Vec
-from semhuff.eval.bench_scale import emit
-from semhuff.eval.bench_train import quality
+from semhuff.eval.bench.scale import emit
+from semhuff.eval.bench.train import quality
 
 SETTINGS = dict(vector_size=100, window=5, min_count=5, sample=1e-3, sg=1, loss="hs", seed=1,
                 progress=False)

@@ -3,7 +3,7 @@ paper's log-prob, or lift), the smoothing of q (``smoothing``: the paper's print
 epoch, one re-assignment interval), the sampling density of the binary form
 (``samples_per_word``), on one corpus, scored on held-out text.
 
-    python -m semhuff.eval.self_organized_study --train /tmp/prefix3m.txt --heldout /tmp/h.txt
+    python -m semhuff.eval.bench.self_organized_study --train /tmp/prefix3m.txt --heldout /tmp/h.txt
 
 Every run: skip-gram, the same vocabulary, seed, epochs and re-assignment interval; printed:
 held-out perplexity, cluster and in-cluster perplexity (Shen et al. eqs. 5-6), training

@@ -24,9 +24,9 @@ from typing import Optional, Tuple
 import numba
 import numpy as np
 
-from .errors import TreeError
-from .io_utils import MODEL_LAYER_PREFIX, open_npz, unpack_words
-from .vocab import Vocab
+from ..errors import TreeError
+from ..io_utils import MODEL_LAYER_PREFIX, open_npz, unpack_words
+from ..vocab import Vocab
 
 
 @numba.njit(cache=True, nogil=True)
@@ -170,7 +170,7 @@ class Tree:
 
     def save(self, path: str, vocab: Optional[Vocab] = None) -> None:
         """The tree file, with ``vocab`` (the words of the leaves) inside when given."""
-        from .io_utils import atomic_write_npz
+        from ..io_utils import atomic_write_npz
         arrays = self.to_arrays()
         if vocab is not None:
             arrays["vocab_words"] = np.array(vocab.words)

@@ -9,11 +9,11 @@
                     ``hs=1, negative=7``; ``loss="hs+ns"``) over the Huffman / WordNet SemHuff tree,
 
 for every dimension and seed, the same epochs / window / corpus for all; every cell is scored with
-the evaluation suite (``semhuff.evaluation``: word-pair similarity, analogy, synonym MR/MRR, POS).
+the evaluation suite (``semhuff.eval``: word-pair similarity, analogy, synonym MR/MRR, POS).
 
-    python -m eval.semhuff_experiment --out /tmp/semhuff_exp --epochs 3
-    (installed: python -m semhuff.eval.semhuff_experiment ...)
-    python -m eval.semhuff_experiment --out /tmp/semhuff_exp --report-only   # tables from what exists
+    python -m semhuff.eval.bench.semhuff_experiment --out /tmp/semhuff_exp --epochs 3
+    (installed: python -m semhuff.eval.bench.semhuff_experiment ...)
+    python -m semhuff.eval.bench.semhuff_experiment --out /tmp/semhuff_exp --report-only   # tables from what exists
 
 Resumable: a cell whose vectors (``d{dim}_s{seed}_{method}.bin``) and training record already
 exist in ``--out`` is not trained again, a cell with an evaluation record is not evaluated again;
@@ -36,7 +36,7 @@ import time
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from semhuff.data import data_root
+from semhuff.data_paths import data_root
 
 METHODS = ("huffman", "semhuff-wn", "semhuff-boot", "ns7", "huffman+ns7", "semhuff-wn+ns7")
 LABELS = {"huffman": "HS-Huffman", "semhuff-wn": "HS-SemHuff (WordNet)",
@@ -176,7 +176,7 @@ class Experiment:
 
     def wordnet_tree(self):
         """Built once, cached in --out (``tree_wordnet.npz`` + its build record)."""
-        from semhuff.tree import Tree
+        from semhuff.trees.base import Tree
         path, record = self.out / "tree_wordnet.npz", self.out / "tree_wordnet.json"
         if path.exists() and record.exists():
             return Tree.load(str(path)), json.loads(record.read_text())
@@ -238,12 +238,12 @@ class Experiment:
                 **({"hs_order": self.args.hs_order} if self.args.hs_order else {})}
 
     def suite_config(self):
-        from semhuff.evaluation import SuiteConfig
+        from semhuff.eval import SuiteConfig
         return SuiteConfig(pos_corpora=tuple(self.args.pos_corpora.split(",")),
                            data_dir=Path(self.args.data_dir) if self.args.data_dir else None)
 
     def evaluate_cell(self, dim: int, seed: int, method: str) -> None:
-        from semhuff.evaluation import dump_json, load_vectors, run_suite
+        from semhuff.eval import dump_json, load_vectors, run_suite
         vec, record = self.vectors_path(dim, seed, method), self.eval_record(dim, seed, method)
         if record.exists() or not vec.exists():
             return

@@ -1,6 +1,6 @@
 """Speed and quality of semhuff against gensim, same corpus, same settings, same machine, one command.
 
-    python -m semhuff.eval.bench_train [--tokens N] [--epochs E] [--threads 1 2] [--loss hs ns]
+    python -m semhuff.eval.bench.train [--tokens N] [--epochs E] [--threads 1 2] [--loss hs ns]
                                        [--mode both|train|whole] [--repeats N] [--json FILE]
 
 For every (loss, threads) cell it trains gensim ``Word2Vec`` and semhuff with identical settings
@@ -44,7 +44,7 @@ import time
 
 import numpy as np
 
-from semhuff.data import missing_message, shared_corpus
+from semhuff.data_paths import missing_message, shared_corpus
 
 SYSTEMS = ("gensim", "semhuff")
 # what both systems are given, in every mode (the names are also semhuff-train's flags)

@@ -1,6 +1,6 @@
 """The quality of the GPU's batch update, measured on the CPU (no GPU needed).
 
-    python -m semhuff.eval.gpu_batch_quality --tokens 2000000 --epochs 1 \\
+    python -m semhuff.eval.bench.gpu_batch_quality --tokens 2000000 --epochs 1 \\
         --runs cpu 1024 8192 16384 8192:undamped
 
 Trains the CPU trainer and, for each ``BATCH[:undamped]`` run, ``--device cuda`` with the CuPy
@@ -17,7 +17,7 @@ import sys
 import tempfile
 import time
 
-from semhuff.eval.bench_train import add_corpus_options, parse_bench_args, quality, write_prefix
+from semhuff.eval.bench.train import add_corpus_options, parse_bench_args, quality, write_prefix
 
 
 def _register_host_twin() -> None:

@@ -3,8 +3,8 @@ trained on the corpus minus its last N tokens, scored on those N tokens (``model
 negative log-likelihood per prediction and perplexity, full window, no down-sampling), with
 tree-building time, training words/s, scoring speed and, with ``--suite``, the evaluation suite.
 
-    python -m semhuff.eval.compare_trees --out /tmp/trees            # huffman, semhuff-wn, semhuff-boot
-    python -m semhuff.eval.compare_trees --out /tmp/trees --methods huffman,ns --suite
+    python -m semhuff.eval.bench.compare_trees --out /tmp/trees            # huffman, semhuff-wn, semhuff-boot
+    python -m semhuff.eval.bench.compare_trees --out /tmp/trees --methods huffman,ns --suite
 
 Methods (``METHODS``: name -> (loss, tree, layer options)):
 
@@ -42,7 +42,7 @@ from typing import Dict
 
 import numpy as np
 
-from semhuff.data import missing_message, shared_corpus
+from semhuff.data_paths import missing_message, shared_corpus
 
 from .semhuff_experiment import HEADLINE
 
@@ -164,7 +164,7 @@ class Comparison:
         return info
 
     def suite(self, method: str) -> Dict[str, float]:
-        from semhuff.evaluation import SuiteConfig, load_vectors, run_suite
+        from semhuff.eval import SuiteConfig, load_vectors, run_suite
         report = run_suite([load_vectors(str(self.vectors(method)), name=method)],
                            SuiteConfig(pos_corpora=("conll2000",)), threads=1)
         return {f"{s.task}/{s.dataset}/{s.metric}": s.value for s in report.models[0].scores}

@@ -1,6 +1,6 @@
 """Where the evaluation data sets live, and the small line readers they share.
 
-Data is never copied into the repository; ``semhuff.data`` says where the data root is (its
+Data is never copied into the repository; ``semhuff.data_paths`` says where the data root is (its
 ``data_root`` and ``gensim_test_file`` are re-exported here). Copies that ship with gensim
 (``gensim/test/test_data``) are preferred where they exist, so the core benchmarks work with no
 data folder at all.
@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from typing import Callable, Iterator, Optional, TypeVar
 
-from ..data import ENV_VAR, check_size, data_root, gensim_test_file, where_looked
+from ..data_paths import ENV_VAR, check_size, data_root, gensim_test_file, where_looked
 from ..errors import DatasetMissing
 
 logger = logging.getLogger(__name__)

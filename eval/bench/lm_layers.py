@@ -1,12 +1,12 @@
 """Speed of the language-model output layers (``semhuff.lm``) side by side, the layer alone.
 
-    python -m semhuff.eval.bench_lm_layers [--vocab-size 50000] [--hidden 512] [--batch 128]
+    python -m semhuff.eval.bench.lm_layers [--vocab-size 50000] [--hidden 512] [--batch 128]
         [--bptt 20] [--threads 2] [--repeats 7] [--corpus PATH | --zipf] [--thp] [--device cpu]
 
 Every layer gets the same batch: ``batch x bptt`` hidden vectors (random, requiring a gradient
 as an LSTM's output would) and targets drawn from the vocabulary's unigram distribution, so
 tree paths have their real lengths. The vocabulary: the ``--vocab-size`` most frequent words of
-``--corpus``, by default the shared corpus (``semhuff.data.shared_corpus()``, i.e.
+``--corpus``, by default the shared corpus (``semhuff.data_paths.shared_corpus()``, i.e.
 ``$SEMHUFF_DATA/corpus/corpus.txt.gz``) when it is there, else (or with ``--zipf``) a Zipf count
 vector over ``--vocab-size`` words. Timed, per layer, median over ``--repeats``
 after two warm-up rounds, the layers taken in turn within each round (the machine's load
@@ -135,7 +135,7 @@ def main(argv=None) -> int:
     torch.set_num_threads(args.threads)
     torch.sparse.check_sparse_tensor_invariants.disable()  # explicit: Adagrad's sparse path warns
     torch.manual_seed(1)
-    from semhuff.data import shared_corpus
+    from semhuff.data_paths import shared_corpus
     corpus = args.corpus or (str(shared_corpus()) if shared_corpus().is_file() else None)
     if args.corpus and not os.path.isfile(args.corpus):
         print(f"bench_lm_layers: no corpus at {args.corpus}", file=sys.stderr)

@@ -1,6 +1,6 @@
 """Peak memory of a whole training process, semhuff against gensim, same file, same settings.
 
-    python -m semhuff.eval.bench_memory [--words 200000] [--repeats 3] [--workers 2]
+    python -m semhuff.eval.bench.memory [--words 200000] [--repeats 3] [--workers 2]
 
 Writes a prefix of the corpus (default: the shared corpus) just long enough to hold ``--words``
 distinct words (the vocabulary at min_count 1; the whole corpus when it holds fewer: the shared
@@ -31,9 +31,9 @@ import sys
 import tempfile
 import time
 
-from semhuff.data import shared_corpus
+from semhuff.data_paths import shared_corpus
 
-from .bench_train import GENSIM_CHILD, min_median_max, semhuff_train_command
+from .train import GENSIM_CHILD, min_median_max, semhuff_train_command
 
 SETTINGS = dict(window=5, sample=1e-3, alpha=0.025, min_alpha=0.0001)
 

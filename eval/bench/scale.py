@@ -1,6 +1,6 @@
 """Scale benchmark: semhuff-train on corpora of 18M, 180M and 1B tokens on one machine.
 
-    python -m semhuff.eval.bench_scale --copies 1 10 54 --out /tmp/semhuff-scale
+    python -m semhuff.eval.bench.scale --copies 1 10 54 --out /tmp/semhuff-scale
 
 Each corpus is the shared corpus (18.5M tokens) repeated ``copies`` times, every copy cut into
 blocks of 1,000 tokens (one line each) whose order is shuffled (a seed per copy), written as
@@ -38,7 +38,7 @@ import time
 
 import numpy as np
 
-from semhuff.data import missing_message, shared_corpus
+from semhuff.data_paths import missing_message, shared_corpus
 
 BLOCK_TOKENS = 1000
 
@@ -137,7 +137,7 @@ def main(argv=None) -> int:
     os.makedirs(args.out, exist_ok=True)
     if args.generate_only:
         return generate_corpora(args)
-    subprocess.run([sys.executable, "-m", "semhuff.eval.bench_scale", "--generate-only",
+    subprocess.run([sys.executable, "-m", "semhuff.eval.bench.scale", "--generate-only",
                     "--out", args.out, "--corpus", args.corpus, "--copies",
                     *map(str, args.copies)], check=True)
     rows = []

@@ -6,7 +6,7 @@ The SemHuff paper (§4.1) took its pairs from the synonym sets of a thesaurus wh
 lowercased, each pair listed once however many sets it comes from.
 
 Readers: Princeton WordNet ``data.{noun,verb,adj,adv}`` files (one set per synset, read by
-``semhuff.wordnet``) and MyThes ``th_*.dat`` files (one set per meaning line: the headword and its
+``semhuff.wordnet_reader``) and MyThes ``th_*.dat`` files (one set per meaning line: the headword and its
 plain synonyms; entries tagged ``(generic term)``, ``(related term)``, ``(similar term)`` or
 ``(antonym)`` are not synonyms).
 """
@@ -19,7 +19,7 @@ import re
 from pathlib import Path
 from typing import Iterable, Iterator, Optional
 
-from ..wordnet import synset_lemmas
+from ..wordnet_reader import synset_lemmas
 from .datasets import require
 
 logger = logging.getLogger(__name__)

@@ -18,7 +18,7 @@ from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
 import numpy as np
 
-from .data import data_path, where_looked
+from .data_paths import data_path, where_looked
 from .errors import DatasetMissing
 
 # Part-of-speech letters of the thesaurus view, and the data / index file each one names.
@@ -41,7 +41,7 @@ _MORPHY_RULES = {
 
 def default_wordnet_dirs() -> List[str]:
     """Where WordNet's dict files are looked for: ``$SEMHUFF_WORDNET``, the project's shared
-    data (``<data root>/wordnet``, see ``semhuff.data``), Debian's wordnet-base."""
+    data (``<data root>/wordnet``, see ``semhuff.data_paths``), Debian's wordnet-base."""
     dirs = [os.environ.get("SEMHUFF_WORDNET", ""), str(data_path("wordnet")), "/usr/share/wordnet"]
     return [d for d in dirs if d]
 

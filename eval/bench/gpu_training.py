@@ -1,6 +1,6 @@
 """The GPU trainer against the CPU trainer: speed and quality, same corpus, same settings.
 
-    python -m semhuff.eval.bench_gpu [--backend numba|cupy] [--tokens N] [--epochs E]
+    python -m semhuff.eval.bench.gpu_training [--backend numba|cupy] [--tokens N] [--epochs E]
                                      [--batch-pairs N] [--no-damping] [--loss hs|ns] [--json OUT]
 
 Trains the CPU trainer (all cores, Hogwild) and ``--device cuda`` with identical settings
@@ -21,7 +21,7 @@ import os
 import sys
 import tempfile
 
-from semhuff.eval.bench_train import (add_corpus_options, layer_settings, parse_bench_args, quality,
+from semhuff.eval.bench.train import (add_corpus_options, layer_settings, parse_bench_args, quality,
                                       write_prefix)
 from semhuff.model import default_workers
 

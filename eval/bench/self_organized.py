@@ -1,6 +1,6 @@
 """Speed of the self-organized binary tree against Huffman HS, alternated A/B in fresh processes.
 
-    python -m semhuff.eval.bench_self_organized --corpus PREFIX.txt [--repeats 3] [--epochs 3]
+    python -m semhuff.eval.bench.self_organized --corpus PREFIX.txt [--repeats 3] [--epochs 3]
 
 Each run trains skip-gram (dim 100, the defaults) in its own process, the arms in turn
 (H, S, N, C, H, S, N, C, ...):

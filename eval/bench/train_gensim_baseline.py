@@ -1,7 +1,7 @@
 """Train reference vectors with gensim (skip-gram, hierarchical softmax over gensim's Huffman tree)
 on the shared corpus, for comparing semhuff's trainer against with ``semhuff-eval``.
 
-    python -m eval.train_gensim_baseline -o /tmp/gensim_sg_hs.bin            # checkout
+    python -m semhuff.eval.bench.train_gensim_baseline -o /tmp/gensim_sg_hs.bin            # checkout
     semhuff-eval /tmp/gensim_sg_hs.bin --json report.json
 
 Defaults are the issue's reference settings: sg=1, hs=1, negative=0, 100 dimensions, window 5,
@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from semhuff.data import shared_corpus
+from semhuff.data_paths import shared_corpus
 from semhuff.io_utils import atomic_output, check_writable
 
 PROG = "train_gensim_baseline"

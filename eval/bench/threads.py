@@ -1,6 +1,6 @@
 """Where does the second thread's time go? Kernel-only thread scaling of skip-gram training.
 
-    python -m semhuff.eval.bench_threads [--corpus FILE] [--tokens N] [--loss hs ns]
+    python -m semhuff.eval.bench.threads [--corpus FILE] [--tokens N] [--loss hs ns]
                                          [--repeats 3] [--hs-order mixed]
 
 The corpus prefix is tokenised once, in this process, into the chunks the trainer uses (100,000
@@ -47,7 +47,7 @@ from semhuff.devices import CpuSession, Plan
 from semhuff.encode import EpochSource
 from semhuff.kernels.common import mix_seed
 
-from .bench_train import (SETTINGS, add_corpus_options, layer_settings, parse_bench_args, quality,
+from .train import (SETTINGS, add_corpus_options, layer_settings, parse_bench_args, quality,
                           write_prefix)
 
 WAYS = ("1 thread", "2 threads, shared", "2 threads, private hot rows", "2 threads, private",
