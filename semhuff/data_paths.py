@@ -90,7 +90,7 @@ def user_data_dir() -> Path:
 
 
 def _is_checkout(folder: Path) -> bool:
-    return (folder / "setup.cfg").is_file() and (folder / "semhuff" / "data.py").is_file()
+    return (folder / "setup.cfg").is_file() and (folder / "semhuff" / "data_paths.py").is_file()
 
 
 def candidate_roots() -> List[Tuple[Path, str]]:

@@ -224,10 +224,7 @@ def test_markdown_marks_the_best_model(tmp_path, capsys, datasets):
 
 
 def test_make_synonym_pairs_script(tmp_path, capsys):
-    try:
-        from semhuff.eval import make_synonym_pairs
-    except ImportError:
-        from eval import make_synonym_pairs
+    from semhuff.eval.bench import make_synonym_pairs
     for pos, line in (("noun", "00000001 03 n 03 car 0 auto 0 motor_car 0 000 | a vehicle\n"),
                       ("verb", "00000002 29 v 02 run 0 race 0 000 | go fast\n"),
                       ("adj", ""), ("adv", "")):
