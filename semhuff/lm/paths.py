@@ -30,17 +30,37 @@ import torch.nn.functional as F
 
 from ..trees.base import Tree
 
+# CPU eager: paths grouped by length (see above); everywhere else the static form
+BUCKETS_ON_CPU = True
+
+
+def compute_dtype(*dtypes: torch.dtype) -> torch.dtype:
+    """The dtype path scores are added up in: float64 if any input is, else float32 (half
+    types included: a dot product of D bfloat16 terms summed in bfloat16 keeps ~3 digits)."""
+    return torch.float64 if torch.float64 in dtypes else torch.float32
+
+
+def _compiling() -> bool:
+    return torch.compiler.is_compiling()
+
+
+def use_buckets(device: torch.device) -> bool:
+    """Whether a batch's paths are grouped by length (one read-back of the lengths a batch) or
+    padded to the tree's depth (none): see the module's docstring for the measurements."""
+    return BUCKETS_ON_CPU and torch.device(device).type == "cpu" and not _compiling()
+
 
 def path_buffers(tree: Tree, device=None, dtype=None) -> Tuple[torch.Tensor, torch.Tensor,
                                                                  torch.Tensor]:
     """(points, signs, lengths) of every word, padded to the tree's depth: ``signs`` is +1 where
     the code bit is 0 (P = sigmoid(s), word2vec's label 1 - code), -1 where it is 1, 0 past the
-    path's end."""
+    path's end; ``points`` past the end repeat the root's row (every path's first: the padding
+    of the static form then reads a row already in cache and adds its 0 to a touched row)."""
     lengths = tree.lengths.astype(np.int64)
     depth = max(int(lengths.max()), 1)
     valid = np.arange(depth)[None, :] < lengths[:, None]
     signs = np.where(valid, 1.0 - 2.0 * tree.codes[:, :depth], 0.0)
-    points = np.where(valid, tree.points[:, :depth], 0).astype(np.int64)
+    points = np.where(valid, tree.points[:, :depth], tree.points[:, :1]).astype(np.int64)
     return (torch.as_tensor(points, device=device),
             torch.as_tensor(signs, device=device, dtype=dtype or torch.get_default_dtype()),
             torch.as_tensor(lengths, device=device))
@@ -48,19 +68,26 @@ def path_buffers(tree: Tree, device=None, dtype=None) -> Tuple[torch.Tensor, tor
 
 @dataclass
 class PathBatch:
-    """The paths of one batch of targets: ``rows`` (N, L) output rows (0 past the end), ``signs``
-    (N, L) with 0 past the end, ``order`` the tokens by path length and ``buckets`` the
-    (length, count) runs in that order."""
+    """The paths of one batch of targets: ``rows`` (N, L) output rows (the root's past the end),
+    ``signs``
+    (N, L) with 0 past the end. Bucketed form (``buckets`` not None): L is the batch's longest
+    path, ``order`` the tokens by path length and ``buckets`` the (length, count) runs in that
+    order (read back to the host). Static form (``buckets`` None): L is the tree's depth, and
+    nothing depends on the batch's values."""
 
     rows: torch.Tensor
     signs: torch.Tensor
     lengths: torch.Tensor
-    order: torch.Tensor
-    buckets: List[Tuple[int, int]]
+    order: Optional[torch.Tensor] = None
+    buckets: Optional[List[Tuple[int, int]]] = None
 
     @classmethod
-    def gather(cls, points, signs, lengths, target) -> "PathBatch":
+    def gather(cls, points, signs, lengths, target, bucketed: Optional[bool] = None
+               ) -> "PathBatch":
+        """``bucketed``: None picks by device (``use_buckets``)."""
         lengths = lengths[target]
+        if not (use_buckets(target.device) if bucketed is None else bucketed):
+            return cls(points[target], signs[target], lengths)
         depth = int(lengths.max()) if lengths.numel() else 0
         counts = torch.bincount(lengths, minlength=depth + 1).tolist()  # one sync per batch
         buckets = [(n, c) for n, c in enumerate(counts) if c and n]
@@ -87,25 +114,76 @@ class Workspace:
 
 
 def path_scores(h: torch.Tensor, weight: torch.Tensor, batch: PathBatch, sparse: bool,
-                workspace: Workspace) -> torch.Tensor:
-    """(N, L): ``h[n] . weight[batch.rows[n, l]]``, 0 past each path's end."""
-    return PathScores.apply(h, weight, batch, sparse, workspace)
+                workspace: Optional[Workspace] = None) -> torch.Tensor:
+    """(N, L): ``h[n] . weight[batch.rows[n, l]]``, 0 past each path's end, added up in
+    ``compute_dtype`` (float32 for half-precision inputs; autocast has no say)."""
+    if _compiling():
+        if sparse:  # inductor makes no sparse tensors: say so rather than train another way
+            raise RuntimeError("a tree softmax with sparse=True cannot be compiled: use "
+                               "sparse=False under torch.compile")
+        return compiled_scores(h, weight, batch.rows, batch.valid)
+    if batch.buckets is not None:
+        return PathScores.apply(h, weight, batch, sparse, workspace or Workspace())
+    if h.is_cuda and triton_usable():
+        from .triton_paths import triton_path_scores
+        return triton_path_scores(h, weight, batch.rows, batch.valid, sparse)
+    return StaticPathScores.apply(h, weight, batch.rows, batch.valid, sparse)
+
+
+def triton_usable() -> bool:
+    try:
+        from .triton_paths import available
+    except ImportError:
+        return False
+    return available()
+
+
+def compiled_scores(h, weight, rows, valid) -> torch.Tensor:
+    """The padded form in plain operations, for torch.compile: inductor fuses the gather into
+    the dot products (no (N, L, D) array) and the weight gradient into one scatter-add."""
+    ct = compute_dtype(h.dtype, weight.dtype)
+    scores = (weight[rows].to(ct) * h.to(ct).unsqueeze(1)).sum(-1)
+    return torch.where(valid, scores, 0)
+
+
+def _chunk(weight: torch.Tensor, depth: int) -> int:
+    """Levels gathered at once in the static form: the (N, k, D) rows stay within the (N, V)
+    a full softmax's logits would take."""
+    return max(1, min(depth, (weight.shape[0] + 1) // max(weight.shape[1], 1)))
+
+
+def _weighted_row_sums(rows, weight, grad, ct) -> torch.Tensor:
+    """(N, D) sum over l of grad[n, l] * weight[rows[n, l]], in ``ct``."""
+    if weight.dtype == ct:  # summed without materialising the rows
+        return F.embedding_bag(rows, weight, per_sample_weights=grad, mode="sum")
+    N, L = rows.shape
+    out = torch.zeros(N, weight.shape[1], dtype=ct, device=weight.device)
+    k = _chunk(weight, L)
+    for a in range(0, L, k):
+        w = weight[rows[:, a:a + k]].to(ct)
+        out += torch.bmm(grad[:, a:a + k].unsqueeze(1), w).squeeze(1)
+    return out
 
 
 class PathScores(torch.autograd.Function):
+    """The bucketed form (tokens grouped by path length; one read-back a batch)."""
+
     @staticmethod
     def forward(ctx, h, weight, batch: PathBatch, sparse: bool, workspace: Workspace):
+        ct = compute_dtype(h.dtype, weight.dtype)
         N, L = batch.rows.shape
-        scores = h.new_zeros(N, L)
-        biggest = max((n * c for n, c in batch.buckets), default=0)
-        space = workspace.take(biggest, weight)
-        start = 0
-        for length, count in batch.buckets:
-            tokens = batch.order[start:start + count]
-            start += count
-            rows = torch.index_select(weight, 0, batch.rows[tokens, :length].reshape(-1),
-                                      out=space[:length * count]).view(count, length, -1)
-            scores[tokens, :length] = torch.bmm(rows, h[tokens].unsqueeze(2)).squeeze(2)
+        with torch.autocast(h.device.type, enabled=False):
+            hc = h.to(ct)
+            scores = hc.new_zeros(N, L)
+            biggest = max((n * c for n, c in batch.buckets), default=0)
+            space = workspace.take(biggest, weight)
+            start = 0
+            for length, count in batch.buckets:
+                tokens = batch.order[start:start + count]
+                start += count
+                rows = torch.index_select(weight, 0, batch.rows[tokens, :length].reshape(-1),
+                                          out=space[:length * count]).view(count, length, -1)
+                scores[tokens, :length] = torch.bmm(rows.to(ct), hc[tokens].unsqueeze(2)).squeeze(2)
         ctx.save_for_backward(h, weight)
         ctx.batch, ctx.sparse = batch, sparse
         return scores
@@ -114,18 +192,22 @@ class PathScores(torch.autograd.Function):
     def backward(ctx, grad):
         h, weight = ctx.saved_tensors
         batch = ctx.batch
-        grad = torch.where(batch.valid, grad, 0)
+        ct = compute_dtype(h.dtype, weight.dtype)
         grad_h = grad_w = None
-        if ctx.needs_input_grad[0]:
-            grad_h = F.embedding_bag(batch.rows, weight, per_sample_weights=grad, mode="sum")
-        if ctx.needs_input_grad[1]:
-            grad_w = row_gradient(batch.rows, batch.valid, grad, h, weight, ctx.sparse)
+        with torch.autocast(h.device.type, enabled=False):
+            grad = torch.where(batch.valid, grad, 0).to(ct)
+            if ctx.needs_input_grad[0]:
+                grad_h = _weighted_row_sums(batch.rows, weight, grad, ct).to(h.dtype)
+            if ctx.needs_input_grad[1]:
+                grad_w = row_gradient(batch.rows, batch.valid, grad, h.to(ct), weight,
+                                      ctx.sparse)
         return grad_h, grad_w, None, None, None
 
 
 def row_gradient(rows, valid, grad, h, weight, sparse: bool) -> torch.Tensor:
     """d loss / d weight for scores s[n, l] = h[n] . weight[rows[n, l]] with d loss / d s =
-    ``grad``: sum over the pairs of grad x h[n] per row, for the touched rows only."""
+    ``grad``: sum over the pairs of grad x h[n] per row, for the touched rows only (bucketed
+    form: ``torch.unique`` reads back their number)."""
     token = torch.arange(rows.shape[0], device=rows.device).unsqueeze(1).expand_as(rows)[valid]
     node, g = rows[valid], grad[valid]
     touched, local = torch.unique(node, sorted=True, return_inverse=True)
@@ -136,19 +218,80 @@ def row_gradient(rows, valid, grad, h, weight, sparse: bool) -> torch.Tensor:
         warnings.simplefilter("ignore", UserWarning)
         pairs = torch.sparse_csr_tensor(crow, token[order], g[order],
                                         (touched.numel(), h.shape[0]), check_invariants=False)
-    values = pairs @ h
+    values = (pairs @ h).to(weight.dtype)
     if sparse:
         return torch.sparse_coo_tensor(touched.unsqueeze(0), values, weight.shape,
                                        is_coalesced=True, check_invariants=False)
     return weight.new_zeros(weight.shape).index_copy_(0, touched, values)
 
 
+class StaticPathScores(torch.autograd.Function):
+    """The static form: every token's path padded to the tree's depth, so no shape and no loop
+    depends on the batch's values (nothing is read back to the host)."""
+
+    @staticmethod
+    def forward(ctx, h, weight, rows, valid, sparse: bool):
+        ct = compute_dtype(h.dtype, weight.dtype)
+        N, L = rows.shape
+        with torch.autocast(h.device.type, enabled=False):
+            hc = h.to(ct).unsqueeze(2)
+            scores = torch.empty(N, L, dtype=ct, device=h.device)
+            k = _chunk(weight, L)
+            for a in range(0, L, k):
+                w = weight[rows[:, a:a + k]].to(ct)
+                scores[:, a:a + k] = torch.bmm(w, hc).squeeze(2)
+            scores = torch.where(valid, scores, 0)
+        ctx.save_for_backward(h, weight, rows, valid)
+        ctx.sparse = sparse
+        return scores
+
+    @staticmethod
+    def backward(ctx, grad):
+        h, weight, rows, valid = ctx.saved_tensors
+        ct = compute_dtype(h.dtype, weight.dtype)
+        grad_h = grad_w = None
+        with torch.autocast(h.device.type, enabled=False):
+            grad = torch.where(valid, grad, 0).to(ct)
+            if ctx.needs_input_grad[0]:
+                grad_h = _weighted_row_sums(rows, weight, grad, ct).to(h.dtype)
+            if ctx.needs_input_grad[1]:
+                grad_w = static_row_gradient(rows, grad, h.to(ct), weight, ctx.sparse)
+        return grad_h, grad_w, None, None, None
+
+
+def static_row_gradient(rows, grad, h, weight, sparse: bool) -> torch.Tensor:
+    """``row_gradient`` with shapes fixed by (N, L) alone. Dense: one (V-1 x N) CSR product
+    whose N L entries include the padding (value 0). Sparse: an uncoalesced COO tensor of the N
+    L outer products (optimizers coalesce it); padding adds 0 to the root's row (``path_buffers``),
+    which every path touches anyway."""
+    N, L = rows.shape
+    flat = rows.reshape(-1)
+    if sparse:
+        values = (grad.unsqueeze(2) * h.unsqueeze(1)).reshape(N * L, -1).to(weight.dtype)
+        return torch.sparse_coo_tensor(flat.unsqueeze(0), values, weight.shape,
+                                       check_invariants=False)
+    order = torch.argsort(flat, stable=True)
+    counts = torch.zeros(weight.shape[0], dtype=torch.int64, device=rows.device)
+    counts.index_add_(0, flat, torch.ones_like(flat))  # bincount's size would need a read-back
+    crow = torch.cat([counts.new_zeros(1), torch.cumsum(counts, 0)])
+    token = torch.div(order, L, rounding_mode="floor")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        pairs = torch.sparse_csr_tensor(crow, token, grad.reshape(-1)[order],
+                                        (weight.shape[0], N), check_invariants=False)
+    return (pairs @ h).to(weight.dtype)
+
+
+# -- whole distributions ---------------------------------------------------------------------------
+
 def path_matrix(points, codes, lengths, n_out: int, n_inner: int, out_row=None, device=None,
                 dtype=None) -> torch.Tensor:
     """(n_out, 2 n_inner) sparse M with log P(path) = M @ [logsigmoid(s); s] for the scores s of
     the inner nodes (rows 0 .. n_inner - 1), one output row per path (``out_row``: its row,
     default 0, 1, ...): since log sigmoid(-s) = log sigmoid(s) - s, a path node contributes
-    logsigmoid(s) (+1 in the first half) and, where its code bit is 1, -s (-1 in the second)."""
+    logsigmoid(s) (+1 in the first half) and, where its code bit is 1, -s (-1 in the second).
+    Half-precision ``dtype`` gives a float32 matrix (no half-precision sparse product on the
+    CPU)."""
     lengths = np.asarray(lengths, np.int64)
     out_row = np.arange(len(lengths)) if out_row is None else np.asarray(out_row, np.int64)
     valid = np.arange(points.shape[1])[None, :] < lengths[:, None]
@@ -162,18 +305,117 @@ def path_matrix(points, codes, lengths, n_out: int, n_inner: int, out_row=None, 
                                 (n_out, 2 * n_inner), check_invariants=False).coalesce()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        return m.to(device=device, dtype=dtype or torch.get_default_dtype()).to_sparse_csr()
+        return m.to(device=device, dtype=compute_dtype(dtype or torch.get_default_dtype())
+                    ).to_sparse_csr()
 
 
 def leaf_matrix(tree: Tree, device=None, dtype=None) -> torch.Tensor:
-    """``path_matrix`` of every leaf's path: log P(w | h) for all w at once."""
+    """``path_matrix`` of every leaf's path: log P(w | h) for all w at once (the reference
+    form; ``leaf_paths`` is the fast one)."""
     return path_matrix(tree.points, tree.codes, tree.lengths, tree.n_words, tree.n_words - 1,
                        device=device, dtype=dtype)
 
 
-def paths_log_prob(h: torch.Tensor, weight: torch.Tensor, matrix: torch.Tensor) -> torch.Tensor:
-    """(N, n_paths) exact log-probabilities of the paths of ``matrix`` (``path_matrix``): the
-    inner nodes it uses scored once (h W^T), then one sparse product adds up each path."""
-    s = h @ weight[:matrix.shape[1] // 2].t()
-    both = torch.cat([F.logsigmoid(s), s], dim=1)
-    return (matrix @ both.t()).t()
+class LeafPaths:
+    """The tree laid out for ``paths_log_prob`` top-down, level by level: inner rows in
+    breadth-first order (``bfs``; level d is ``starts[d]:starts[d+1]``), for each level below
+    the root its rows' parents within the level above (``parent``) and branch bits (``code``),
+    and each leaf's place in [c; c - s] (``leaf``, below). Plain tensors: ``.to(device)``
+    moves it and ``copy.deepcopy`` copies it."""
+
+    def __init__(self, tree: Tree, device=None):
+        V = tree.n_words
+        parent = tree.parent.astype(np.int64)
+        branch = tree.branch.astype(np.int64)
+        depth = tree.node_depths()[V:].astype(np.int64)
+        bfs = np.argsort(depth, kind="stable")
+        place = np.empty(V - 1, np.int64)
+        place[bfs] = np.arange(V - 1)
+        self.starts = [int(s) for s in np.searchsorted(depth[bfs], np.arange(depth.max() + 2))]
+        self.n_inner = V - 1
+        self.bfs = torch.as_tensor(bfs, device=device)
+        self.parent, self.code, self.child, self.child_global = [], [], [], []
+        for d in range(1, len(self.starts) - 1):
+            rows = bfs[self.starts[d]:self.starts[d + 1]]
+            up = place[parent[V + rows] - V]           # the parents' places (level d - 1)
+            bit = branch[V + rows]
+            n_up = self.starts[d] - self.starts[d - 1]
+            self.child.append(torch.as_tensor(up - self.starts[d - 1] + bit * n_up,
+                                              device=device))
+            self.child_global.append(torch.as_tensor(up + bit * (V - 1), device=device))
+        # leaf w: c[parent] (bit 0) or c[parent] - s[parent] (bit 1) in the stacked [c; c - s]
+        self.leaf = torch.as_tensor(place[parent[:V] - V] + branch[:V] * (V - 1), device=device)
+
+    @property
+    def device(self) -> torch.device:
+        return self.bfs.device
+
+    @property
+    def dtype(self) -> None:  # the tree has no float dtype; callers keying caches on it
+        return None
+
+    def log_prob(self, h: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+        """(N, V) log P(w | h) for every word: with s the inner nodes' scores and c[r] =
+        logP(r) + logsigmoid(s[r]) (the log-probability of r's 0-child), r's 1-child has
+        c[r] - s[r] (logsigmoid(-s) = logsigmoid(s) - s): one level of gathers at a time,
+        O(V N) in all (the sparse product costs O(V N depth))."""
+        ct = compute_dtype(h.dtype, weight.dtype)
+        with torch.autocast(h.device.type, enabled=False):
+            s = (weight.to(ct) @ h.to(ct).t()).index_select(0, self.bfs)  # (V-1, N), bfs order
+            ls = F.softplus(s, beta=-1)  # logsigmoid(s), in one pass (F.logsigmoid takes two)
+            if torch.is_grad_enabled() and (h.requires_grad or weight.requires_grad):
+                both = self._levels(s, ls)
+            else:
+                both = self._levels_in_place(s, ls)
+            return both.index_select(0, self.leaf).t()
+
+    def _levels(self, s, ls):
+        cs, ds = [], []
+        lp = None
+        for d in range(len(self.starts) - 1):
+            part = slice(self.starts[d], self.starts[d + 1])
+            c = ls[part] if lp is None else lp + ls[part]
+            cs.append(c)
+            ds.append(c - s[part])
+            if d < len(self.child):
+                lp = torch.cat([c, ds[-1]]).index_select(0, self.child[d])
+        return torch.cat(cs + ds)
+
+    def _levels_in_place(self, s, ls):
+        # the same without autograd: every level written into one (2 (V-1), N) array
+        n = self.n_inner
+        both = s.new_empty(2 * n, s.shape[1])
+        lp = None
+        for d in range(len(self.starts) - 1):
+            part = slice(self.starts[d], self.starts[d + 1])
+            lower = slice(n + self.starts[d], n + self.starts[d + 1])
+            if lp is None:
+                both[part] = ls[part]
+            else:
+                torch.add(lp, ls[part], out=both[part])
+            torch.sub(both[part], s[part], out=both[lower])
+            if d < len(self.child_global):
+                lp = both.index_select(0, self.child_global[d])
+        return both
+
+
+def leaf_paths(tree: Tree, device=None, dtype=None) -> LeafPaths:
+    """``LeafPaths`` of ``tree`` (``dtype`` ignored: taken for ``leaf_matrix``'s signature)."""
+    return LeafPaths(tree, device)
+
+
+def paths_log_prob(h: torch.Tensor, weight: torch.Tensor, matrix) -> torch.Tensor:
+    """(N, n_paths) exact log-probabilities of the paths of ``matrix``: a ``LeafPaths`` (every
+    leaf, top-down) or a ``path_matrix`` (any paths: the inner nodes it uses scored once
+    (h W^T), then one sparse product adds up each path). Added up in ``compute_dtype``,
+    returned in the inputs' dtype."""
+    out = torch.promote_types(h.dtype, weight.dtype)
+    if isinstance(matrix, LeafPaths):
+        return matrix.log_prob(h, weight).to(out)
+    ct = compute_dtype(h.dtype, weight.dtype)
+    with torch.autocast(h.device.type, enabled=False):
+        s = h.to(ct) @ weight[:matrix.shape[1] // 2].to(ct).t()
+        both = torch.cat([F.logsigmoid(s), s], dim=1)
+        if matrix.dtype != ct:
+            matrix = matrix.to(ct)
+        return (matrix @ both.t()).t().to(out)
