@@ -16,7 +16,14 @@ says why and where the data folder was looked for (semhuff.data_paths), and the 
     semhuff-eval --check-data [--data-dir DIR]
 
 checks the data folder against the manifest (data/manifest.csv: each file there, of its size and
-sha256) and exits 1 when a file is missing or differs.
+sha256; and the rows a --plugin task lists in its ``DATA``) and exits 1 when a file is missing
+or differs.
+
+    semhuff-eval VECTORS --plugin MODULE --tasks NAME [its flags]
+
+imports MODULE first: an evaluation task it registers (``semhuff.eval.tasks.register_task``)
+is among ``--tasks``, its flags are made from its declarations, and its scores are in the
+table, the JSON and the plot like the built-in tasks' (docs/evaluation.md).
 """
 from __future__ import annotations
 
@@ -27,17 +34,14 @@ import sys
 from pathlib import Path
 from typing import Optional
 
-from semhuff.errors import SemhuffError
-from semhuff.eval import (
-    ANALOGY_METHODS, POS_CORPORA, SIMILARITY_FILES, TASKS, SuiteConfig, VectorsError, dump_json,
-    format_markdown, format_text, load_vectors, plot, run_suite,
-)
-from semhuff.eval.pos import DEFAULT_MAX_TRAIN_TOKENS, DEFAULT_POS_CORPORA, DEFAULT_WINDOW
-from semhuff.eval.synonyms import DIRECTIONS
+from semhuff.errors import OptionError, SemhuffError
+from semhuff.eval import EVALUATION_TASKS, SuiteConfig, VectorsError, dump_json, format_markdown, format_text, \
+    load_vectors, plot, run_suite
+from semhuff.eval.tasks import add_task_flags, choice_list, non_negative_int, task_names, unused_options
 from semhuff.eval.vectors import DEFAULT_RESTRICT_VOCAB, default_names
 from semhuff.io_utils import atomic_output, check_writable
 
-from .common import console_script, run_cli
+from .common import console_script, import_plugins, run_cli
 
 PROG = "semhuff-eval"
 
@@ -51,74 +55,34 @@ class _UsageError(Exception):
     pass
 
 
-def _choices(allowed):
-    def parse(text: str) -> tuple:
-        items = tuple(x.strip() for x in text.split(",") if x.strip())
-        if items == ("all",):
-            return tuple(allowed)
-        if items == ("none",):
-            return ()
-        bad = [x for x in items if x not in allowed]
-        if bad or not items:
-            raise argparse.ArgumentTypeError(f"{','.join(bad) or text!r} not among: {', '.join(allowed)}")
-        return items
-    return parse
-
-
-def _named(text: str) -> tuple[str, str]:
-    name, sep, value = text.partition("=")
-    if not sep or not name or not value:
-        raise argparse.ArgumentTypeError(f"expected NAME=PATH, got {text!r}")
-    return name, value
-
-
-def non_negative_int(text: str) -> Optional[int]:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
-    return value or None
-
-
 def build_parser() -> argparse.ArgumentParser:
+    """The options; each registered task's flags (a ``--plugin``'s too: plugins are imported
+    before this is built) in a group of its own, made from its declarations."""
+    tasks = task_names()
     p = _Parser(prog=PROG, description="Evaluate word vectors: word-pair similarity, analogies, "
                 "synonym MR/MRR (SemHuff paper 4.1) and POS tagging (4.3); one column per model.")
     p.add_argument("vectors", nargs="*", metavar="VECTORS",
                    help="vectors file (word2vec text/binary, gensim .kv, semhuff .npz) or NAME=PATH")
     p.add_argument("--format", default="auto", choices=["auto", "text", "binary", "kv", "npz"],
                    help="vectors file format (default: from the name and content)")
-    p.add_argument("--tasks", type=_choices(TASKS),
-                   help=f"comma-separated, or 'all' (default): {','.join(TASKS)}; a task named "
-                        "here whose data is missing makes the exit status 1")
+    p.add_argument("--tasks", type=choice_list(tasks),
+                   help=f"comma-separated, or 'all' (default): {','.join(tasks)}; a task named "
+                        "here whose data is missing makes the exit status 1; an option of a task "
+                        "not named here is an error")
+    p.add_argument("--plugin", action="append", default=[], metavar="MODULE",
+                   help="import this Python module first (it may register evaluation tasks: "
+                        "docs/evaluation.md); repeatable")
     p.add_argument("--data-dir", type=Path,
                    help="data root (default: $SEMHUFF_DATA, else shared/data in the current "
                         "directory or a parent, beside the checkout, or ~/.local/share/semhuff: "
                         "data/README.md)")
     p.add_argument("--check-data", action="store_true",
                    help="check the data folder against the manifest (sizes, sha256) and exit")
-    g = p.add_argument_group("word-pair similarity")
-    g.add_argument("--similarity-sets", type=_choices(SIMILARITY_FILES),
-                   help=f"built-in sets (default all, 'none' for --pairs only): {','.join(SIMILARITY_FILES)}")
-    g.add_argument("--pairs", type=_named, action="append", default=[], metavar="NAME=PATH",
-                   help="a word<TAB>word<TAB>score file; adds a set or replaces a built-in one's path")
-    g = p.add_argument_group("analogy")
-    g.add_argument("--analogy", type=Path, help="questions-words.txt format (default: gensim's copy)")
-    g.add_argument("--analogy-methods", type=_choices(ANALOGY_METHODS), default=ANALOGY_METHODS,
-                   help=f"comma-separated (default: {','.join(ANALOGY_METHODS)})")
-    g = p.add_argument_group("synonyms (MR/MRR)")
-    g.add_argument("--synonyms", type=Path, help="word<TAB>word pairs file (default: built from WordNet)")
-    g.add_argument("--wordnet", type=Path, help="WordNet dict folder (default: <data>/wordnet)")
-    g.add_argument("--synonym-direction", choices=DIRECTIONS, default="both",
-                   help="both: ask A->B and B->A for every pair; forward: A->B only (default: both)")
-    g = p.add_argument_group("POS tagging")
-    g.add_argument("--pos-corpora", type=_choices(POS_CORPORA),
-                   help=f"default {','.join(DEFAULT_POS_CORPORA)}; available: {','.join(POS_CORPORA)}; "
-                        "'none' to run only --pos-files")
-    g.add_argument("--pos-files", type=_named, action="append", default=[], metavar="NAME=TRAIN,TEST",
-                   help="your own split: CoNLL-U (.conllu) or 'word TAG' column files")
-    g.add_argument("--pos-window", type=int, default=DEFAULT_WINDOW, help="words each side (default 2)")
-    g.add_argument("--pos-max-train-tokens", type=non_negative_int, default=DEFAULT_MAX_TRAIN_TOKENS,
-                   help=f"subsample training sentences to about this many tokens; 0 = all "
-                        f"(default {DEFAULT_MAX_TRAIN_TOKENS})")
+    for task in EVALUATION_TASKS.values():
+        try:
+            add_task_flags(p.add_argument_group(task.title or task.name), task)
+        except argparse.ArgumentError as exc:  # a plugin's flag spelled like another's
+            raise OptionError(f"evaluation task {task.name}: {exc}") from None
     g = p.add_argument_group("vocabulary")
     g.add_argument("--restrict-vocab", type=non_negative_int, default=DEFAULT_RESTRICT_VOCAB,
                    help=f"use only the first N (most frequent) words; 0 = all (default {DEFAULT_RESTRICT_VOCAB})")
@@ -135,46 +99,24 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _requested(args) -> frozenset:
-    """What the command line asked for by name (``task`` or ``task/dataset``): skipping any of
-    it is exit status 1; the defaults are best effort."""
-    asked = set(args.tasks or ())
-    asked |= {f"similarity/{n}" for n in args.similarity_sets or ()}
-    asked |= {f"similarity/{n}" for n, _ in args.pairs}
-    asked |= {f"pos/{n}" for n in args.pos_corpora or ()}
-    asked |= {f"pos/{n}" for n, _ in args.pos_files}
-    if args.analogy:
-        asked.add("analogy/google")
-    if args.synonyms or args.wordnet:
-        asked.add(f"synonyms/{Path(args.synonyms).stem if args.synonyms else 'wordnet'}")
-    return frozenset(asked)
-
-
 def _config(args) -> SuiteConfig:
-    if args.pos_window < 0:
-        raise _UsageError(f"--pos-window must be >= 0, got {args.pos_window}")
-    requested = _requested(args)
-    args.tasks = TASKS if args.tasks is None else args.tasks
-    if args.similarity_sets is None:
-        args.similarity_sets = tuple(SIMILARITY_FILES)
-    if args.pos_corpora is None:
-        args.pos_corpora = DEFAULT_POS_CORPORA
-    similarity_files = {n: None for n in args.similarity_sets}
-    similarity_files.update({n: Path(path) for n, path in args.pairs})
-    pos_files = {}
-    for name, paths in args.pos_files:
-        train, sep, test = paths.partition(",")
-        if not sep or not train or not test:
-            raise _UsageError(f"--pos-files {name}: expected NAME=TRAIN,TEST, got {paths!r}")
-        pos_files[name] = (Path(train), Path(test))
-    return SuiteConfig(
-        tasks=args.tasks, data_dir=args.data_dir, analogy_file=args.analogy,
-        analogy_methods=args.analogy_methods, synonym_file=args.synonyms, wordnet_dir=args.wordnet,
-        synonym_direction=args.synonym_direction, pos_corpora=args.pos_corpora, pos_files=pos_files,
-        pos_window=args.pos_window, pos_max_train_tokens=args.pos_max_train_tokens,
-        restrict_vocab=args.restrict_vocab, case_insensitive=not args.case_sensitive,
-        similarity_files=similarity_files, requested=requested,
-    )
+    """The suite's settings from the flags: each task turns its given flags into settings and
+    names the data sets they ask for (skipping one of those is exit status 1; the defaults are
+    best effort). A flag of a task that is not run is an error naming it."""
+    requested = set(args.tasks or ())
+    args.tasks = task_names() if args.tasks is None else args.tasks
+    given = {task.name: {o.name: getattr(args, o.name) for o in task.flags() if hasattr(args, o.name)}
+             for task in EVALUATION_TASKS.values()}
+    unused = unused_options([n for task, flags in given.items() for n in flags], args.tasks,
+                            lambda task: task.flags(), lambda option: option.cli_flag, "--tasks")
+    if unused:
+        raise OptionError(unused)
+    settings = {}
+    for task in EVALUATION_TASKS.values():
+        settings.update(task.settings_from_flags(given[task.name]))
+        requested |= {f"{task.name}/{name}" for name in task.requested(given[task.name])}
+    return SuiteConfig(tasks=args.tasks, data_dir=args.data_dir, restrict_vocab=args.restrict_vocab,
+                       case_insensitive=not args.case_sensitive, requested=frozenset(requested), **settings)
 
 
 def _vector_sources(items: list[str]) -> list[tuple[str, str]]:
@@ -206,6 +148,11 @@ def _setup_logging(args) -> None:
 
 
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else [str(a) for a in argv]
+    try:
+        import_plugins(argv)  # before the parser: their tasks' names and flags are in it
+    except SystemExit as exc:  # the plugin cannot be imported: said in one line
+        return exc.code
     try:
         args = build_parser().parse_args(argv)
         if args.check_data:
@@ -263,12 +210,25 @@ def _check_data(args) -> int:
     from semhuff.data_paths import check_data, data_root, where_looked
     root = args.data_dir if args.data_dir is not None else data_root()
     checks = list(check_data(root))
+    listed = {check.entry.path for check in checks}
+    extra = [row for task in EVALUATION_TASKS.values() for row in task.DATA if row.path not in listed]
+    checks += [_check_row(root, row) for row in extra]
     for check in checks:
         print(f"{check.status:14s} {check.entry.path}  ({check.entry.task}/{check.entry.dataset})")
     bad = [c for c in checks if not c.ok]
     print(f"{len(checks) - len(bad)} of {len(checks)} files as the manifest lists them in {root}"
           + ("" if args.data_dir is not None else f"\n{where_looked()}"))
     return 1 if bad or not checks else 0
+
+
+def _check_row(root: Path, entry):
+    """A task's own manifest row (``EvaluationTask.DATA``) checked as ``check_data`` checks
+    data/manifest.csv's."""
+    from semhuff.data_paths import FileCheck, sha256_of
+    path = root / entry.path
+    status = ("missing" if not path.is_file() else "size differs" if path.stat().st_size != entry.bytes
+              else "sha256 differs" if sha256_of(path) != entry.sha256 else "ok")
+    return FileCheck(entry, path, status)
 
 
 console = console_script(main)  # the console script (setup.cfg)

@@ -17,11 +17,16 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+from functools import partial
+from pathlib import Path
+from typing import Optional
 
 import numpy as np
 
-from .datasets import DatasetMissing, Parsed, numbered_lines, require
+from ..options import Option
+from .datasets import DatasetMissing, Parsed, default_analogy_path, numbered_lines, require
 from .results import Score, ratio
+from .tasks import EvaluationTask, Panel, all_among, choice_list, register_task
 from .vectors import Lookup, batch_rows
 
 logger = logging.getLogger(__name__)
@@ -143,3 +148,36 @@ def evaluate_analogies(lookup: Lookup, data: Parsed, name: str = "google", metho
                          "path": data.path},
             ))
     return scores
+
+
+def _panel_label(score: Score) -> Optional[str]:
+    """The overall accuracy and the semantic / syntactic totals, not each section."""
+    if ":" not in score.dataset:
+        return f"{score.dataset} {score.metric}"
+    if score.dataset.endswith((":semantic", ":syntactic")):
+        return f"{score.dataset.split(':')[1]} {score.metric}"
+    return None
+
+
+@register_task(TASK)
+class AnalogyTask(EvaluationTask):
+    title = "analogy"
+    OPTIONS = (
+        Option("analogy_file", Path, flag="--analogy", metavar="ANALOGY",
+               help="questions-words.txt format (default: gensim's copy)"),
+        Option("analogy_methods", choice_list(METHODS), default=METHODS, check=all_among(METHODS),
+               help="comma-separated"),
+    )
+    METRICS = {None: (0.0, 1.0)}
+    PANELS = (Panel("Analogy accuracy", _panel_label, order=20),)
+
+    def requested(self, given: dict) -> set:
+        return {"google"} if given.get("analogy_file") else set()
+
+    def plan(self, settings: dict, root: Path) -> list:
+        path = settings["analogy_file"] or default_analogy_path(root)
+        return [("google", partial(_read_job, path, settings["analogy_methods"]))]
+
+
+def _read_job(path, methods):
+    return partial(evaluate_analogies, data=read_analogies(path), name="google", methods=methods)

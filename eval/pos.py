@@ -18,6 +18,7 @@ NLTK data zips, CoNLL-2000, Brown and the Penn Treebank sample.
 """
 from __future__ import annotations
 
+import argparse
 import collections
 import dataclasses
 import logging
@@ -26,13 +27,16 @@ import random
 import time
 import warnings
 import zipfile
+from functools import partial
 from pathlib import Path
 from typing import Callable, Optional
 
 import numpy as np
 
+from ..options import Option, positive_int
 from .datasets import DatasetMissing, data_root, require
 from .results import Score, ratio
+from .tasks import EvaluationTask, Panel, Repeated, all_among, choice_list, non_negative_int, register_task
 from .vectors import Lookup
 
 logger = logging.getLogger(__name__)
@@ -301,3 +305,80 @@ def evaluate_pos(lookup: Lookup, corpus: PosCorpus, window: int = DEFAULT_WINDOW
         Score(TASK, corpus.name, "accuracy-oov", ratio(int(right[oov].sum()), n_oov), covered=n_oov,
               total=n_test, details=details),
     ]
+
+
+# ---------------------------------------------------------------- the task
+
+def _split(text: str) -> tuple:
+    """``NAME=TRAIN,TEST`` (``--pos-files``)."""
+    name, sep, paths = text.partition("=")
+    train, comma, test = paths.partition(",")
+    if not (sep and name and comma and train and test):
+        raise argparse.ArgumentTypeError(f"expected NAME=TRAIN,TEST, got {text!r}")
+    return name, (Path(train), Path(test))
+
+
+def _window(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+    return value
+
+
+_window.__name__ = "int"  # argparse: "invalid int value: 'x'"
+
+_CORPORA = Option("pos_corpora", choice_list(POS_CORPORA), default=DEFAULT_POS_CORPORA,
+                  check=all_among(POS_CORPORA),
+                  help=f"available: {','.join(POS_CORPORA)}; 'none' to run only --pos-files")
+_WINDOW = Option("pos_window", _window, default=DEFAULT_WINDOW, help="words each side",
+                 check=lambda v: None if isinstance(v, int) and v >= 0 else "must be an integer >= 0")
+_MAX_TRAIN = Option("pos_max_train_tokens", non_negative_int, default=DEFAULT_MAX_TRAIN_TOKENS,
+                    check=positive_int,
+                    help="subsample training sentences to about this many tokens; 0 = all")
+
+
+@register_task(TASK)
+class PosTask(EvaluationTask):
+    title = "POS tagging"
+    OPTIONS = (
+        _CORPORA,
+        Option("pos_files", dict, default={}, cli=False, help="extra POS corpora: name -> (train file, test file)"),
+        _WINDOW,
+        _MAX_TRAIN,
+    )
+    FLAGS = (_CORPORA,
+             Option("pos_files", Repeated(_split), flag="--pos-files", metavar="NAME=TRAIN,TEST",
+                    help="your own split: CoNLL-U (.conllu) or 'word TAG' column files"),
+             _WINDOW, _MAX_TRAIN)
+    METRICS = {None: (0.0, 1.0)}
+    PANELS = (Panel("POS tagging accuracy", lambda s: s.dataset if s.metric == "accuracy" else None, order=30),)
+
+    def settings_from_flags(self, given: dict) -> dict:
+        settings = dict(given)
+        if "pos_files" in given:
+            settings["pos_files"] = dict(given["pos_files"])
+        return settings
+
+    def requested(self, given: dict) -> set:
+        return {*given.get("pos_corpora", ()), *(name for name, _ in given.get("pos_files", ()))}
+
+    def plan(self, settings: dict, root: Path) -> list:
+        corpora = [(n, partial(load_pos_corpus, n, root)) for n in settings["pos_corpora"]]
+        corpora += [(n, partial(load_pos_files, n, *files)) for n, files in settings["pos_files"].items()]
+        return [(name, partial(_read_job, load, settings["pos_window"], settings["pos_max_train_tokens"]))
+                for name, load in corpora]
+
+    def notes(self, scores: list) -> list:
+        """The baselines depend on the data split only: one line per corpus."""
+        lines = {}
+        for s in scores:
+            if s.metric == "accuracy" and s.dataset not in lines:
+                d = s.details
+                lines[s.dataset] = (f"POS {s.dataset} baselines ({d['train_tokens']} train tokens): majority tag "
+                                    f"{d['majority_tag_accuracy']:.4f}, per-word most frequent tag "
+                                    f"{d['word_most_frequent_tag_accuracy']:.4f}")
+        return list(lines.values())
+
+
+def _read_job(load, window, max_train_tokens):
+    return partial(evaluate_pos, corpus=load(), window=window, max_train_tokens=max_train_tokens)

@@ -10,15 +10,7 @@ from typing import Optional
 from ..io_utils import json_safe
 from .results import Score
 from .suite import Report
-
-TITLES = {
-    "similarity": "Word-pair similarity (Spearman)",
-    "analogy": "Analogy accuracy",
-    "pos": "POS tagging accuracy",
-    "synonyms": "Synonym MRR",
-    "synonyms-MR": "Synonym mean rank (lower is better)",
-}
-
+from .tasks import EVALUATION_TASKS
 
 def score_table(report: Report) -> tuple[list[tuple[str, str, str]], dict]:
     """Row keys in first-seen order, and ``{(row key, model name): Score}``."""
@@ -102,7 +94,7 @@ def _notes(report: Report) -> list[str]:
         if problems:
             notes.append(f"{model.name}: skipped while loading: "
                          + ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in problems.items()))
-    notes += _pos_baselines(report)
+    notes += task_notes(report)
     notes += skipped_lines(report)
     notes += [f"FAILED: {message}" for message in report.failed]
     return ([""] + notes) if notes else []
@@ -118,17 +110,14 @@ def skipped_lines(report: Report) -> list[str]:
     return lines
 
 
-def _pos_baselines(report: Report) -> list[str]:
-    """The POS baselines depend on the data split only: one line per corpus."""
-    lines = {}
-    for model in report.models:
-        for s in model.scores:
-            if s.task == "pos" and s.metric == "accuracy" and s.dataset not in lines:
-                d = s.details
-                lines[s.dataset] = (f"POS {s.dataset} baselines ({d['train_tokens']} train tokens): majority tag "
-                                    f"{d['majority_tag_accuracy']:.4f}, per-word most frequent tag "
-                                    f"{d['word_most_frequent_tag_accuracy']:.4f}")
-    return list(lines.values())
+def task_notes(report: Report) -> list[str]:
+    """Each registered task's notes on its scores (e.g. the POS baselines), tasks in order."""
+    lines = []
+    for task in EVALUATION_TASKS.values():
+        scores = [s for model in report.models for s in model.scores if s.task == task.name]
+        if scores:
+            lines += task.notes(scores)
+    return lines
 
 
 def to_json(report: Report) -> dict:
@@ -152,28 +141,38 @@ def dump_json(report: Report, handle) -> None:
     handle.write("\n")
 
 
+def _panel_of(score: Score):
+    """The panel a score is drawn in and its line label, or None: its task's first panel that
+    takes it."""
+    task = EVALUATION_TASKS.get(score.task)
+    for panel in task.PANELS if task is not None else ():
+        label = panel.label(score)
+        if label is not None:
+            return panel, label
+    return None
+
+
 def _panels(report: Report) -> dict:
-    """Panel title -> {line label: [value per model]} for the headline scores."""
+    """Panel title -> {line label: [value per model]} for the headline scores, panels in their
+    ``order`` (then first seen)."""
     keys, cells = score_table(report)
     names = [m.name for m in report.models]
     panels: dict = {}
-    for task, dataset, metric in keys:
-        if task == "similarity" and metric == "spearman":
-            panel, label = TITLES["similarity"], dataset
-        elif task == "analogy" and ":" not in dataset:
-            panel, label = TITLES["analogy"], f"{dataset} {metric}"
-        elif task == "analogy" and dataset.endswith((":semantic", ":syntactic")):
-            panel, label = TITLES["analogy"], f"{dataset.split(':')[1]} {metric}"
-        elif task == "synonyms":
-            panel, label = TITLES["synonyms-MR" if metric == "MR" else "synonyms"], dataset
-        elif task == "pos" and metric == "accuracy":
-            panel, label = TITLES["pos"], dataset
-        else:
+    order: dict = {}
+    for key in keys:
+        first = next(cells[(key, n)] for n in names if (key, n) in cells)
+        found = _panel_of(first)
+        if found is None:
             continue
-        values = [cells.get(((task, dataset, metric), n)) for n in names]
-        panels.setdefault(panel, {})[label] = [math.nan if s is None else s.value for s in values]
-    order = list(TITLES.values())
-    return dict(sorted(panels.items(), key=lambda item: order.index(item[0])))
+        panel, label = found
+        order.setdefault(panel.title, panel.order)
+        values = [cells.get((key, n)) for n in names]
+        panels.setdefault(panel.title, {})[label] = [math.nan if s is None else s.value for s in values]
+    return dict(sorted(panels.items(), key=lambda item: order[item[0]]))
+
+
+def _log_scale_titles() -> set:
+    return {p.title for task in EVALUATION_TASKS.values() for p in task.PANELS if p.log_scale}
 
 
 def plot(report: Report, handle) -> None:
@@ -185,6 +184,7 @@ def plot(report: Report, handle) -> None:
     import matplotlib.pyplot as plt
 
     panels = _panels(report)
+    log_scale = _log_scale_titles()
     names = [m.name for m in report.models]
     count = max(1, len(panels))
     columns = min(3, count)
@@ -196,7 +196,7 @@ def plot(report: Report, handle) -> None:
         ax.set_title(title, fontsize=10)
         ax.set_xticks(range(len(names)))
         ax.set_xticklabels(names, rotation=30, ha="right", fontsize=8)
-        if title == TITLES["synonyms-MR"]:
+        if title in log_scale:
             ax.set_yscale("log")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)

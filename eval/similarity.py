@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import logging
 import os
+from functools import partial
+from pathlib import Path
 
 import numpy as np
 from scipy import stats
 
-from .datasets import Parsed, parse_lines, split_fields
+from ..options import Option
+from .datasets import SIMILARITY_FILES, Parsed, default_similarity_path, parse_lines, split_fields
 from .results import Score
+from .tasks import EvaluationTask, Panel, Repeated, choice_list, named_value, register_task
 from .vectors import Lookup
 
 logger = logging.getLogger(__name__)
@@ -55,3 +59,44 @@ def evaluate_word_pairs(lookup: Lookup, pairs: Parsed, name: str) -> list[Score]
         Score(TASK, name, "spearman", spearman, covered=used, total=total, details=details),
         Score(TASK, name, "pearson", pearson, covered=used, total=total, details=details),
     ]
+
+
+@register_task(TASK)
+class SimilarityTask(EvaluationTask):
+    """Every built-in word-pair set by default; ``--pairs NAME=PATH`` adds one (or moves one)."""
+
+    title = "word-pair similarity"
+    OPTIONS = (Option("similarity_files", dict, cli=False,
+                      help="name -> word-pair file (None: the built-in set's default place); "
+                           "None: every built-in set"),)
+    FLAGS = (
+        Option("similarity_sets", choice_list(SIMILARITY_FILES), flag="--similarity-sets",
+               help=f"built-in sets (default all, 'none' for --pairs only): {','.join(SIMILARITY_FILES)}"),
+        Option("pairs", Repeated(named_value), flag="--pairs", metavar="NAME=PATH",
+               help="a word<TAB>word<TAB>score file; adds a set or replaces a built-in one's path"),
+    )
+    METRICS = {None: (-1.0, 1.0)}
+    PANELS = (Panel("Word-pair similarity (Spearman)",
+                    lambda s: s.dataset if s.metric == "spearman" else None, order=10),)
+
+    def settings_from_flags(self, given: dict) -> dict:
+        files = dict.fromkeys(given.get("similarity_sets", SIMILARITY_FILES))
+        files.update({name: Path(path) for name, path in given.get("pairs", ())})
+        return {"similarity_files": files}
+
+    def requested(self, given: dict) -> set:
+        return {*given.get("similarity_sets", ()), *(name for name, _ in given.get("pairs", ()))}
+
+    def plan(self, settings: dict, root: Path) -> list:
+        files = settings["similarity_files"]
+        files = dict.fromkeys(SIMILARITY_FILES) if files is None else files
+        plan = []
+        for name, path in files.items():
+            if path is None and name in SIMILARITY_FILES:
+                path = default_similarity_path(name, root)
+            plan.append((name, partial(_read_job, path, name)))
+        return plan
+
+
+def _read_job(path, name):
+    return partial(evaluate_word_pairs, pairs=read_word_pairs(path), name=name)

@@ -12,48 +12,76 @@ out, and ``semhuff-eval`` exits non-zero."""
 from __future__ import annotations
 
 import contextlib
+import copy
 import dataclasses
 import logging
 import time
-from functools import partial
 from pathlib import Path
 from typing import Callable, Optional
 
 from threadpoolctl import threadpool_limits
 from tqdm import tqdm
 
-from . import analogy, pos, similarity, synonyms, thesaurus
-from .datasets import (DatasetMissing, Parsed, data_hint, data_root, default_analogy_path,
-                       default_similarity_path, default_wordnet_dir, SIMILARITY_FILES)
-from .results import Score, out_of_range
+from ..errors import OptionError
+from .datasets import DatasetMissing, data_hint, data_root
+from .results import Score
+from .tasks import EVALUATION_TASKS, declared_options, get_task, out_of_range, task_names
 from .vectors import DEFAULT_RESTRICT_VOCAB, LoadedVectors, Lookup, non_finite_message
 
 logger = logging.getLogger(__name__)
 
-TASKS = ("similarity", "analogy", "synonyms", "pos")
 
-
-@dataclasses.dataclass
 class SuiteConfig:
-    tasks: tuple = TASKS
-    data_dir: Optional[Path] = None
-    #: name -> file (None: the built-in set's default place); None means all of ``SIMILARITY_FILES``
-    similarity_files: Optional[dict] = None
-    analogy_file: Optional[Path] = None
-    analogy_methods: tuple = analogy.METHODS
-    #: a ``word<TAB>word`` file; None means pairs built on the fly from WordNet (``wordnet_dir``)
-    synonym_file: Optional[Path] = None
-    wordnet_dir: Optional[Path] = None
-    synonym_direction: str = "both"
-    pos_corpora: tuple = pos.DEFAULT_POS_CORPORA
-    #: extra POS corpora: name -> (train file, test file)
-    pos_files: dict = dataclasses.field(default_factory=dict)
-    pos_window: int = pos.DEFAULT_WINDOW
-    pos_max_train_tokens: Optional[int] = pos.DEFAULT_MAX_TRAIN_TOKENS
-    restrict_vocab: Optional[int] = DEFAULT_RESTRICT_VOCAB
-    case_insensitive: bool = True
-    #: what the caller asked for by name ("pos", "similarity/rg65"): skipping it is an error
-    requested: frozenset = frozenset()
+    """What to evaluate: the tasks (default: every registered one, in registration order), the
+    data root, the vocabulary rules, and each task's settings as keywords (``pos_window=3``,
+    ``similarity_files={...}``): the names the tasks declare (``EvaluationTask.OPTIONS``), read
+    back as attributes (``config.pos_window``; a setting not given is its declared default).
+    A name no registered task declares, or a value its declaration refuses, is an
+    ``OptionError`` naming it."""
+
+    def __init__(self, tasks: Optional[tuple] = None, data_dir: Optional[Path] = None,
+                 restrict_vocab: Optional[int] = DEFAULT_RESTRICT_VOCAB, case_insensitive: bool = True,
+                 requested: frozenset = frozenset(), **settings):
+        self.tasks = task_names() if tasks is None else tuple(tasks)
+        for name in self.tasks:
+            get_task(name)  # an unknown one is an OptionError
+        self.data_dir = data_dir
+        self.restrict_vocab = restrict_vocab
+        self.case_insensitive = case_insensitive
+        #: what the caller asked for by name ("pos", "similarity/rg65"): skipping it is an error
+        self.requested = requested
+        declared = declared_options()
+        unknown = sorted(set(settings) - set(declared))
+        if unknown:
+            raise OptionError(f"no evaluation task takes {', '.join(unknown)} (the tasks "
+                              f"{', '.join(EVALUATION_TASKS)} take: {', '.join(declared) or 'nothing'})")
+        #: the task settings given (the others are their declared defaults)
+        self.given = {name: declared[name][0].validate(value) for name, value in settings.items()}
+
+    def __getattr__(self, name):
+        if name.startswith("_") or name == "given":
+            raise AttributeError(name)
+        declared = declared_options()
+        if name not in declared:
+            raise AttributeError(f"SuiteConfig has no setting {name!r}")
+        return self.given[name] if name in self.given else copy.copy(declared[name][0].default)
+
+    def task_settings(self, name: str) -> dict:
+        """The value of each setting task ``name`` declares."""
+        return {o.name: getattr(self, o.name) for o in get_task(name).OPTIONS}
+
+    def settings(self) -> dict:
+        """Every setting (the suite's and every registered task's), as the JSON report has them."""
+        out = {"tasks": self.tasks, "data_dir": self.data_dir}
+        out.update({name: getattr(self, name) for name in declared_options()})
+        out.update(restrict_vocab=self.restrict_vocab, case_insensitive=self.case_insensitive,
+                   requested=self.requested)
+        return out
+
+    def __repr__(self) -> str:
+        given = ", ".join(f"{k}={v!r}" for k, v in self.given.items())
+        return (f"SuiteConfig(tasks={self.tasks!r}, data_dir={self.data_dir!r}"
+                f"{', ' + given if given else ''})")
 
     @property
     def root(self) -> Path:
@@ -91,49 +119,13 @@ Job = tuple[str, str, Callable[[Lookup], list]]
 
 
 def plan_jobs(config: SuiteConfig) -> list[tuple[str, str, Callable[[], Callable[[Lookup], list]]]]:
-    """(task, data set, read) for every requested data set; ``read()`` loads the data and returns
-    the job's evaluate function. Nothing is read yet."""
+    """(task, data set, read) for every requested data set, the tasks in registration order;
+    ``read()`` loads the data and returns the job's evaluate function. Nothing is read yet."""
     root, plan = config.root, []
-    if "similarity" in config.tasks:
-        files = config.similarity_files if config.similarity_files is not None else dict.fromkeys(SIMILARITY_FILES)
-        for name, path in files.items():
-            if path is None and name in SIMILARITY_FILES:
-                path = default_similarity_path(name, root)
-            plan.append(("similarity", name, partial(_similarity_job, path, name)))
-    if "analogy" in config.tasks:
-        path = config.analogy_file or default_analogy_path(root)
-        plan.append(("analogy", "google", partial(_analogy_job, path, config.analogy_methods)))
-    if "synonyms" in config.tasks:
-        source = config.synonym_file or config.wordnet_dir or default_wordnet_dir(root)
-        name = Path(config.synonym_file).stem if config.synonym_file else "wordnet"
-        plan.append(("synonyms", name, partial(_synonyms_job, source, config.synonym_file is not None, name,
-                                               config.synonym_direction)))
-    if "pos" in config.tasks:
-        corpora = [(n, partial(pos.load_pos_corpus, n, root)) for n in config.pos_corpora]
-        corpora += [(n, partial(pos.load_pos_files, n, *files)) for n, files in config.pos_files.items()]
-        for name, load in corpora:
-            plan.append(("pos", name, partial(_pos_job, load, config.pos_window, config.pos_max_train_tokens)))
+    for task in EVALUATION_TASKS.values():
+        if task.name in config.tasks:
+            plan += [(task.name, name, read) for name, read in task.plan(config.task_settings(task.name), root)]
     return plan
-
-
-def _similarity_job(path, name):
-    return partial(similarity.evaluate_word_pairs, pairs=similarity.read_word_pairs(path), name=name)
-
-
-def _analogy_job(path, methods):
-    return partial(analogy.evaluate_analogies, data=analogy.read_analogies(path), name="google", methods=methods)
-
-
-def _synonyms_job(source, is_pairs_file: bool, name: str, direction: str):
-    if is_pairs_file:
-        pairs = synonyms.read_synonym_pairs(source)
-    else:  # a WordNet folder: pairs made on the fly (about a second)
-        pairs = Parsed(str(source), thesaurus.synonym_pairs(thesaurus.wordnet_synsets(source)))
-    return partial(synonyms.evaluate_synonyms, pairs=pairs, name=name, direction=direction)
-
-
-def _pos_job(load, window, max_train_tokens):
-    return partial(pos.evaluate_pos, corpus=load(), window=window, max_train_tokens=max_train_tokens)
 
 
 def prepare_jobs(config: SuiteConfig, skipped: list, requested: Optional[list] = None,
@@ -213,7 +205,7 @@ def _run_suite(models: list[LoadedVectors], config: SuiteConfig, progress: bool)
             result.seconds[f"{task}/{dataset}"] = round(time.perf_counter() - job_started, 3)
             bar.update()
     bar.close()
-    settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in dataclasses.asdict(config).items()}
+    settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in config.settings().items()}
     settings["data_dir"] = str(config.root)
     settings["requested"] = sorted(config.requested)
     hint = ""

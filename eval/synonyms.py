@@ -12,12 +12,18 @@ cosine similarity to ``A`` (rank 1 = nearest). Protocol:
 from __future__ import annotations
 
 import logging
+import math
 import os
+from functools import partial
+from pathlib import Path
 
 import numpy as np
 
-from .datasets import Parsed, parse_lines, split_fields
+from ..options import Option
+from . import thesaurus
+from .datasets import Parsed, default_wordnet_dir, parse_lines, split_fields
 from .results import Score
+from .tasks import EvaluationTask, Panel, register_task
 from .vectors import Lookup, batch_rows
 
 logger = logging.getLogger(__name__)
@@ -88,3 +94,45 @@ def evaluate_synonyms(lookup: Lookup, pairs: Parsed, name: str = "wordnet",
               details=details),
         Score(TASK, name, "MRR", mrr, covered=len(known), total=total, details=details),
     ]
+
+
+@register_task(TASK)
+class SynonymsTask(EvaluationTask):
+    """Pairs from a file (``--synonyms``), else built on the fly from WordNet (about a second)."""
+
+    title = "synonyms (MR/MRR)"
+    OPTIONS = (
+        Option("synonym_file", Path, flag="--synonyms", metavar="SYNONYMS",
+               help="word<TAB>word pairs file (default: built from WordNet)"),
+        Option("wordnet_dir", Path, flag="--wordnet", metavar="WORDNET",
+               help="WordNet dict folder (default: <data>/wordnet)"),
+        Option("synonym_direction", str, default="both", choices=DIRECTIONS,
+               help="both: ask A->B and B->A for every pair; forward: A->B only"),
+    )
+    METRICS = {"MRR": (0.0, 1.0), "MR": (1.0, math.inf)}
+    PANELS = (Panel("Synonym MRR", lambda s: s.dataset if s.metric != "MR" else None, order=40),
+              Panel("Synonym mean rank (lower is better)", lambda s: s.dataset if s.metric == "MR" else None,
+                    order=50, log_scale=True))
+
+    @staticmethod
+    def _dataset(synonym_file) -> str:
+        return Path(synonym_file).stem if synonym_file else "wordnet"
+
+    def requested(self, given: dict) -> set:
+        if given.get("synonym_file") or given.get("wordnet_dir"):
+            return {self._dataset(given.get("synonym_file"))}
+        return set()
+
+    def plan(self, settings: dict, root: Path) -> list:
+        pairs_file = settings["synonym_file"]
+        source = pairs_file or settings["wordnet_dir"] or default_wordnet_dir(root)
+        name = self._dataset(pairs_file)
+        return [(name, partial(_read_job, source, pairs_file is not None, name, settings["synonym_direction"]))]
+
+
+def _read_job(source, is_pairs_file: bool, name: str, direction: str):
+    if is_pairs_file:
+        pairs = read_synonym_pairs(source)
+    else:  # a WordNet folder: pairs made on the fly (about a second)
+        pairs = Parsed(str(source), thesaurus.synonym_pairs(thesaurus.wordnet_synsets(source)))
+    return partial(evaluate_synonyms, pairs=pairs, name=name, direction=direction)

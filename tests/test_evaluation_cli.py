@@ -46,10 +46,15 @@ def ok_code(out):
     return 1 if "SKIPPED (requested): similarity/mc30" in out else 0
 
 
+FLAG_TASK = {"--pairs": "similarity", "--analogy": "analogy", "--synonyms": "synonyms"}
+
+
 def task_args(datasets, tasks="similarity,analogy,synonyms"):
-    args = ["--tasks", tasks, "--similarity-sets", "mc30", "-q"]
+    """The flags of the chosen tasks (another task's flag is refused)."""
+    args = ["--tasks", tasks, "-q"] + (["--similarity-sets", "mc30"] if "similarity" in tasks else [])
     for option, value in datasets.items():
-        args += [option, value]
+        if FLAG_TASK[option] in tasks.split(","):
+            args += [option, value]
     return args
 
 
@@ -272,7 +277,8 @@ def test_suite_flags_non_finite_vectors_given_in_memory(datasets):
 
 def test_an_impossible_value_is_a_failure_not_a_number(tmp_path, capsys, datasets, monkeypatch):
     from semhuff.eval import synonyms
-    from semhuff.eval.results import Score, out_of_range
+    from semhuff.eval.results import Score
+    from semhuff.eval.tasks import out_of_range
 
     real = synonyms.evaluate_synonyms
 
