@@ -39,18 +39,32 @@ import time
 
 import numpy as np
 
-ARMS = (  # (label, factory name, options)
-    ("full softmax", "full", {}),
-    ("adaptive softmax", "adaptive", {}),
-    ("tree (Huffman), sparse grad", "tree", {"sparse": True}),
-    ("tree (Huffman), dense grad", "tree", {"sparse": False}),
-    ("tree (Huffman), naive autograd", "naive-tree", {}),
+ARMS = (  # (label, factory name, options, how it runs: see MODES)
+    ("full softmax", "full", {}, ""),
+    ("adaptive softmax", "adaptive", {}, ""),
+    ("tree (Huffman), sparse grad", "tree", {"sparse": True}, ""),
+    ("tree (Huffman), dense grad", "tree", {"sparse": False}, ""),
+    # the form without read-back (the one off the CPU), timed on the CPU against the bucketed
+    ("tree (Huffman), sparse, static", "tree", {"sparse": True}, "static"),
+    ("tree (Huffman), dense, static", "tree", {"sparse": False}, "static"),
+    ("tree (Huffman), naive autograd", "naive-tree", {}, ""),
     # a batch touches nearly every word row of the two-level forms (whole clusters): their
     # gradient is dense (measured: sparse was faster without the optimizer, 1.6x slower with it)
-    ("class (frequency bins)", "class", {}),
-    ("self-organized two-level", "self-organized", {}),
-    ("self-organized binary, sparse", "self-organized-binary", {"sparse": True}),
+    ("class (frequency bins)", "class", {}, ""),
+    ("self-organized two-level", "self-organized", {}, ""),
+    ("self-organized binary, sparse", "self-organized-binary", {"sparse": True}, ""),
+    # mixed precision: the input in bfloat16 (as an autocast LSTM's output), the layer run
+    # under torch.autocast(bfloat16)
+    ("adaptive softmax, autocast bf16", "adaptive", {}, "bf16"),
+    ("tree (Huffman), sparse, autocast bf16", "tree", {"sparse": True}, "bf16"),
+    ("tree (Huffman), dense, autocast bf16", "tree", {"sparse": False}, "bf16"),
+    # torch.compile(layer) (the compile itself in the warm-up rounds; sparse=True compiles not)
+    ("adaptive softmax, compiled", "adaptive", {}, "compile"),
+    ("tree (Huffman), dense, compiled", "tree", {"sparse": False}, "compile"),
 )
+MODES = {"": "eager, float32", "static": "eager, float32, paths padded to the tree's depth "
+         "(no read-back)", "bf16": "torch.autocast(bfloat16), bfloat16 input",
+         "compile": "torch.compile(layer)"}
 
 
 def zipf_vocab(size: int):
@@ -76,7 +90,7 @@ class NaiveTreeSoftmax:
         from semhuff.trees import make_tree
 
         class Naive(TreeSoftmax):
-            def target_log_prob(self, h, target):
+            def target_log_prob(self, h, target, keep=None):
                 rows = self.weight[self.points[target]]
                 scores = torch.bmm(rows, h.unsqueeze(2)).squeeze(2)
                 signs = self.signs[target]
@@ -89,9 +103,20 @@ class NaiveTreeSoftmax:
         return Naive(in_features, make_tree("huffman", vocab))
 
 
-def one_step(layer, optimizer, h, target):
+def one_step(layer, optimizer, h, target, mode=""):
+    import contextlib
+
+    import torch
+
+    from semhuff.lm import paths
+    paths.BUCKETS_ON_CPU = mode != "static"
+    if mode == "bf16":
+        h = h.detach().bfloat16().requires_grad_()
+    amp = torch.autocast(h.device.type, torch.bfloat16) if mode == "bf16" else \
+        contextlib.nullcontext()
     started = time.perf_counter()
-    out = layer(h, target)
+    with amp:
+        out = layer(h, target)
     out.loss.backward()
     if optimizer is not None:
         optimizer.step()
@@ -101,7 +126,21 @@ def one_step(layer, optimizer, h, target):
     seconds = time.perf_counter() - started
     layer.zero_grad(set_to_none=True)
     h.grad = None
+    paths.BUCKETS_ON_CPU = True
     return seconds
+
+
+def log_prob_time(layer, h, mode=""):
+    """Seconds of one ``log_prob`` of ``h`` (no gradient)."""
+    import torch
+    if mode == "bf16":
+        h = h.bfloat16()
+    started = time.perf_counter()
+    with torch.no_grad(), torch.autocast(h.device.type, torch.bfloat16, enabled=mode == "bf16"):
+        layer.log_prob(h)
+    if h.is_cuda:
+        torch.cuda.synchronize()
+    return time.perf_counter() - started
 
 
 def main(argv=None) -> int:
@@ -118,6 +157,10 @@ def main(argv=None) -> int:
     p.add_argument("--zipf", action="store_true", help="a Zipf count vector, not a corpus's")
     p.add_argument("--device", default="cpu")
     p.add_argument("--only", nargs="*", help="factory names to run (default: all)")
+    p.add_argument("--modes", nargs="*", choices=list(MODES), default=list(MODES),
+                   help="ways to run them ('' eager float32; default: all)")
+    p.add_argument("--log-prob-rows", type=int, default=256, help="rows of the full log_prob "
+                   "timed (0: none)")
     p.add_argument("--thp", action="store_true", help="PyTorch's huge-page allocation for large "
                    "CPU arrays (THP_MEM_ALLOC_ENABLE=1)")
     args = p.parse_args(argv)
@@ -153,9 +196,9 @@ def main(argv=None) -> int:
           f"{device}, torch {torch.__version__}, THP_MEM_ALLOC_ENABLE="
           f"{os.environ.get('THP_MEM_ALLOC_ENABLE', 'unset')}, load average "
           f"{os.getloadavg()[0]:.2f}")
-    arms = [a for a in ARMS if not args.only or a[1] in args.only]
-    layers, optimizers = {}, {}
-    for label, name, options in arms:
+    arms = [a for a in ARMS if (not args.only or a[1] in args.only) and a[3] in args.modes]
+    layers, optimizers, runs = {}, {}, {}
+    for label, name, options, mode in arms:
         extra = {"reassign_every": 1 << 40} if name.startswith("self") else {}
         layer = (NaiveTreeSoftmax(D, vocab) if name == "naive-tree" else
                  make_output_layer(name, D, vocab, **options, **extra)).to(device)
@@ -164,35 +207,57 @@ def main(argv=None) -> int:
                 param.normal_(0, 0.05)
         layers[label] = layer
         optimizers[label] = torch.optim.Adagrad(layer.parameters(), lr=0.1)
-        print(f"  {label}: {layer.describe()}")
-    times = {label: {"fb": [], "step": []} for label, _, _ in arms}
+        runs[label] = torch.compile(layer) if mode == "compile" else layer
+        print(f"  {label}: {layer.describe()} [{MODES[mode]}]")
+    rows = h.detach().reshape(-1, D)[:args.log_prob_rows]
+    times = {label: {"fb": [], "step": [], "lp": []} for label, *_ in arms}
     for round_ in range(args.repeats + 2):
-        for label, _, _ in arms:
-            fb = one_step(layers[label], None, h, target)
-            step = one_step(layers[label], optimizers[label], h, target)
+        for label, _, _, mode in arms:
+            fb = one_step(runs[label], None, h, target, mode)
+            step = one_step(runs[label], optimizers[label], h, target, mode)
+            lp = log_prob_time(runs[label], rows, mode) if args.log_prob_rows else 0.0
             if round_ >= 2:
                 times[label]["fb"].append(fb)
                 times[label]["step"].append(step)
+                times[label]["lp"].append(lp)
         print(f"round {round_ + 1}/{args.repeats + 2} done", file=sys.stderr, flush=True)
     reassign = {}
-    for label, name, _ in arms:
-        if name.startswith("self"):
+    for label, name, _, mode in arms:
+        if name.startswith("self") and not mode:
             started = time.perf_counter()
             layers[label].reassign(optimizers[label])
             reassign[label] = time.perf_counter() - started
     med = {label: {k: statistics.median(v) for k, v in t.items()} for label, t in times.items()}
     print()
-    print(f"{'layer':32s} {'fwd+bwd ms':>10s} {'tokens/s':>9s} {'x full':>7s} {'x adapt':>7s}"
-          f" | {'+Adagrad ms':>11s} {'tokens/s':>9s} {'x full':>7s} {'x adapt':>7s}")
-    for label, _, _ in arms:
-        row = f"{label:32s}"
-        for key in ("fb", "step"):
+    print(f"{'layer':38s} {'fwd+bwd ms':>10s} {'tokens/s':>9s} {'x full':>7s} {'x adapt':>7s}"
+          f" | {'+Adagrad ms':>11s} {'tokens/s':>9s} {'x full':>7s} {'x adapt':>7s}"
+          f" | {'log_prob ms':>11s} {'x adapt':>7s}")
+    for label, *_ in arms:
+        row = f"{label:38s}"
+        for key in ("fb", "step", "lp"):
             m = med[label][key]
-            ratios = [med[ref][key] / m if ref in med else float("nan")
+            ratios = [med[ref][key] / m if ref in med and m else float("nan")
                       for ref in ("full softmax", "adaptive softmax")]
-            row += f" {1e3 * m:10.1f} {N / m:9,.0f} {ratios[0]:7.1f} {ratios[1]:7.2f}"
-            row += " |" if key == "fb" else ""
+            if key == "lp":
+                row += f" {1e3 * m:11.1f} {ratios[1]:7.2f}"
+            else:
+                row += f" {1e3 * m:10.1f} {N / m:9,.0f} {ratios[0]:7.1f} {ratios[1]:7.2f} |"
         print(row)
+    if args.log_prob_rows:
+        print(f"log_prob: the whole distribution of {rows.shape[0]} rows, no gradient")
+        tree_label = "tree (Huffman), dense grad"
+        if tree_label in layers:  # the tree's log_prob as it was before issue 34, for reference
+            from semhuff.lm.paths import leaf_matrix, paths_log_prob
+            layer = layers[tree_label]
+            matrix = leaf_matrix(layer.tree, device)
+            seconds = []
+            for _ in range(args.repeats):
+                started = time.perf_counter()
+                with torch.no_grad():
+                    paths_log_prob(rows, layer.weight, matrix)
+                seconds.append(time.perf_counter() - started)
+            print(f"{tree_label}: log_prob by the sparse path-matrix product (the form before "
+                  f"issue 34) {1e3 * statistics.median(seconds):.1f} ms")
     print(f"load average at the end: {os.getloadavg()[0]:.2f} (this machine's other work "
           f"slows the two-thread runs most)")
     for label, seconds in reassign.items():
