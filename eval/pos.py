@@ -22,6 +22,7 @@ import argparse
 import collections
 import dataclasses
 import logging
+import numbers
 import os
 import random
 import time
@@ -33,7 +34,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from ..options import Option, positive_int
+from ..options import Option
 from .datasets import DatasetMissing, data_root, require
 from .results import Score, ratio
 from .tasks import EvaluationTask, Panel, Repeated, all_among, choice_list, non_negative_int, register_task
@@ -330,10 +331,15 @@ _window.__name__ = "int"  # argparse: "invalid int value: 'x'"
 _CORPORA = Option("pos_corpora", choice_list(POS_CORPORA), default=DEFAULT_POS_CORPORA,
                   check=all_among(POS_CORPORA),
                   help=f"available: {','.join(POS_CORPORA)}; 'none' to run only --pos-files")
-_WINDOW = Option("pos_window", _window, default=DEFAULT_WINDOW, help="words each side",
-                 check=lambda v: None if isinstance(v, int) and v >= 0 else "must be an integer >= 0")
+def _count(value) -> Optional[str]:
+    """An ``Option.check``: an integer >= 0."""
+    ok = isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= 0
+    return None if ok else "must be an integer >= 0"
+
+
+_WINDOW = Option("pos_window", _window, default=DEFAULT_WINDOW, help="words each side", check=_count)
 _MAX_TRAIN = Option("pos_max_train_tokens", non_negative_int, default=DEFAULT_MAX_TRAIN_TOKENS,
-                    check=positive_int,
+                    check=_count,  # 0 or None: every training sentence
                     help="subsample training sentences to about this many tokens; 0 = all")
 
 

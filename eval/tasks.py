@@ -248,5 +248,5 @@ def all_among(allowed) -> Callable[[Sequence[str]], Optional[str]]:
     """An ``Option.check``: every name in the value is one of ``allowed``."""
     def check(value) -> Optional[str]:
         bad = [x for x in value if x not in allowed]
-        return f"names {', '.join(map(str, bad))}, not among {', '.join(allowed)}" if bad else None
+        return f"has {', '.join(map(str, bad))}, not one of {', '.join(allowed)}" if bad else None
     return check
