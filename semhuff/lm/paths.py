@@ -20,6 +20,7 @@ paying page faults on first touch. ``PathScores`` avoids all three:
 """
 from __future__ import annotations
 
+import sys
 import warnings
 from dataclasses import dataclass
 from typing import List, Optional, Tuple
@@ -124,18 +125,23 @@ def path_scores(h: torch.Tensor, weight: torch.Tensor, batch: PathBatch, sparse:
         return compiled_scores(h, weight, batch.rows, batch.valid)
     if batch.buckets is not None:
         return PathScores.apply(h, weight, batch, sparse, workspace or Workspace())
-    if h.is_cuda and triton_usable():
+    if (h.is_cuda or _triton_forced()) and _triton_wanted(h, weight):
         from .triton_paths import triton_path_scores
         return triton_path_scores(h, weight, batch.rows, batch.valid, sparse)
     return StaticPathScores.apply(h, weight, batch.rows, batch.valid, sparse)
 
 
-def triton_usable() -> bool:
+def _triton_forced() -> bool:
+    module = sys.modules.get(__package__ + ".triton_paths")
+    return bool(module is not None and module.FORCE)
+
+
+def _triton_wanted(h, weight) -> bool:
     try:
-        from .triton_paths import available
-    except ImportError:
+        from .triton_paths import wanted
+    except ImportError:  # pragma: no cover
         return False
-    return available()
+    return wanted(h, weight)
 
 
 def compiled_scores(h, weight, rows, valid) -> torch.Tensor:
