@@ -37,7 +37,7 @@ from typing import Optional
 from semhuff.errors import OptionError, SemhuffError
 from semhuff.eval import EVALUATION_TASKS, SuiteConfig, VectorsError, dump_json, format_markdown, format_text, \
     load_vectors, plot, run_suite
-from semhuff.eval.tasks import add_task_flags, choice_list, non_negative_int, task_names, unused_options
+from semhuff.eval.tasks import add_task_flags, choice_list, non_negative_int, task_names, unused_flags
 from semhuff.eval.vectors import DEFAULT_RESTRICT_VOCAB, default_names
 from semhuff.io_utils import atomic_output, check_writable
 
@@ -107,8 +107,7 @@ def _config(args) -> SuiteConfig:
     args.tasks = task_names() if args.tasks is None else args.tasks
     given = {task.name: {o.name: getattr(args, o.name) for o in task.flags() if hasattr(args, o.name)}
              for task in EVALUATION_TASKS.values()}
-    unused = unused_options([n for task, flags in given.items() for n in flags], args.tasks,
-                            lambda task: task.flags(), lambda option: option.cli_flag, "--tasks")
+    unused = unused_flags([name for flags in given.values() for name in flags], args.tasks)
     if unused:
         raise OptionError(unused)
     settings = {}

@@ -34,8 +34,9 @@ from ..errors import OptionError
 from ..options import Option, add_option_flags
 from .results import Score
 
-__all__ = ["EVALUATION_TASKS", "EvaluationTask", "ManifestEntry", "Panel", "Repeated", "choice_list",
-           "declared_options", "named_value", "non_negative_int", "out_of_range", "register_task", "task_names", "unused_options"]
+__all__ = ["EVALUATION_TASKS", "EvaluationTask", "Panel", "Repeated", "add_task_flags", "all_among",
+           "choice_list", "declared_options", "get_task", "named_value", "non_negative_int", "out_of_range",
+           "register_task", "task_names", "unused_flags"]
 
 #: name -> the registered task (an instance), in registration order: the order of the report's
 #: rows, of the JSON settings and of the default ``--tasks``
@@ -179,19 +180,17 @@ def declared_options() -> Dict[str, Tuple[Option, "EvaluationTask"]]:
     return {o.name: (o, task) for task in EVALUATION_TASKS.values() for o in task.OPTIONS}
 
 
-def unused_options(given: Iterable[str], chosen: Sequence[str],
-                   declarations: Callable[["EvaluationTask"], Iterable[Option]],
-                   spell: Callable[[Option], str], chosen_as: str) -> Optional[str]:
-    """The one-line refusal of given option names that no chosen task declares (None when
-    every one is used): each named as ``spell`` writes it, with the task that takes it."""
-    owner = {o.name: (o, task) for task in EVALUATION_TASKS.values() for o in declarations(task)}
-    mine = {o.name for name in chosen for o in declarations(get_task(name))}
+def unused_flags(given: Iterable[str], chosen: Sequence[str]) -> Optional[str]:
+    """The one-line refusal of given flags (their option names) that no chosen task declares,
+    each named with the task that takes it; None when every one is used."""
+    owner = {o.name: (o, task) for task in EVALUATION_TASKS.values() for o in task.flags()}
+    mine = {o.name for name in chosen for o in get_task(name).flags()}
     unused = [name for name in given if name not in mine]
     if not unused:
         return None
-    where = [f"{spell(owner[n][0])} (the {owner[n][1].name} task's)" if n in owner else n for n in unused]
-    takes = ", ".join(sorted(spell(o) for name in chosen for o in declarations(get_task(name))))
-    return (f"{', '.join(where)}: not used by {chosen_as} {','.join(chosen) or 'none'} "
+    where = [f"{owner[n][0].cli_flag} (the {owner[n][1].name} task's)" if n in owner else n for n in unused]
+    takes = ", ".join(sorted(o.cli_flag for name in chosen for o in get_task(name).flags()))
+    return (f"{', '.join(where)}: not used by --tasks {','.join(chosen) or 'none'} "
             f"(they take: {takes or 'no options'})")
 
 
