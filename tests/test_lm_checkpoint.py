@@ -1,0 +1,206 @@
+"""semhuff.lm.checkpoint: K steps straight == K/2 steps, checkpoint, a fresh model, load, K/2
+more (bit-identical weights and optimizer state on the CPU with one thread; dropout on, so the
+random generators matter); without the restored generators or carried state the weights
+differ (the comparison can fail); refusals of other settings / another corpus / other files
+are one line."""
+import dataclasses
+import os
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch", reason="the torch extra is not installed")
+
+from semhuff.errors import ModelFileError  # noqa: E402
+from semhuff.lm import clip_grad_norm, make_output_layer  # noqa: E402
+from semhuff.lm.checkpoint import (CheckpointMismatch, capture_rng_state,  # noqa: E402
+                                   data_fingerprint, load_checkpoint, save_checkpoint)
+from semhuff.lm.networks import LSTMLanguageModel  # noqa: E402
+from semhuff.lm.token_ids import batchify, build_vocab, to_ids  # noqa: E402
+from semhuff.lm.trainer import LMSettings, _detach  # noqa: E402
+
+K, BATCH, BPTT = 8, 4, 6
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(3)
+    words = [f"w{int(i)}" for i in rng.zipf(1.5, 600) % 50]
+    vocab = build_vocab(words)
+    return vocab, to_ids(words, vocab)
+
+
+SETTINGS = LMSettings(output="tree", emb=12, hidden=10, dropout=0.3, batch_size=BATCH,
+                      bptt=BPTT, seed=5, progress=False)
+
+
+LAYERS = {"tree": {"sparse": True},
+          # re-assigns every 3 steps: before and after the checkpoint (its statistic, clusters,
+          # step count and the optimizer's moved rows must all come back)
+          "self-organized-binary": {"sparse": True, "reassign_every": 3, "clusters": 5}}
+
+
+def build(vocab, seed, output="tree"):
+    torch.manual_seed(seed)
+    layer = make_output_layer(output, SETTINGS.hidden, vocab, **LAYERS[output])
+    model = LSTMLanguageModel(len(vocab), layer, emb=SETTINGS.emb, hidden=SETTINGS.hidden,
+                              dropout=SETTINGS.dropout)
+    return model, torch.optim.Adagrad(model.parameters(), lr=0.1)
+
+
+def run(model, optimizer, train, steps, start=0, state=None):
+    """The trainer's step (semhuff.lm.trainer.train_lm): the state carried detached, the loss
+    backward, clip 0.25, Adagrad; ``steps`` batches from batch ``start``. Returns the state."""
+    model.train()
+    for i in range(start, start + steps):
+        t = i * BPTT
+        x, y = train[:, t:t + BPTT], train[:, t + 1:t + 1 + BPTT]
+        x = x[:, :y.shape[1]]
+        optimizer.zero_grad(set_to_none=True)
+        out, state = model(x, y, _detach(state))
+        out.loss.backward()
+        clip_grad_norm(model.parameters(), 0.25)
+        optimizer.step()
+        model.output.after_step(optimizer)
+    return state
+
+
+def snapshot(model, optimizer):
+    weights = {k: v.detach().clone() for k, v in model.state_dict().items() if torch.is_tensor(v)}
+    sums = [s["sum"].to_dense().clone() for s in optimizer.state_dict()["state"].values()]
+    return weights, sums
+
+
+def same(a, b):
+    return (a[0].keys() == b[0].keys() and all(torch.equal(a[0][k], b[0][k]) for k in a[0])
+            and len(a[1]) == len(b[1]) and all(torch.equal(x, y) for x, y in zip(a[1], b[1])))
+
+
+def resumed(tmp_path, vocab, ids, restore_rng=True, keep_state=True, output="tree"):
+    train = torch.as_tensor(batchify(ids, BATCH))
+    fp = data_fingerprint(ids, vocab.words)
+    model, optimizer = build(vocab, SETTINGS.seed, output)
+    state = run(model, optimizer, train, K // 2)
+    path = tmp_path / "run.ckpt"
+    save_checkpoint(path, model=model, optimizer=optimizer, step=K // 2, epoch=0,
+                    position=K // 2 * BPTT, rng_state=capture_rng_state(), settings=SETTINGS,
+                    data_fingerprint=fp, report={"epochs": []}, state=state)
+    del model, optimizer
+    torch.manual_seed(12345)  # the generators elsewhere: only the restore brings them back
+    np.random.seed(1)
+    fresh, optimizer = build(vocab, 99, output)  # other weights until the checkpoint is loaded
+    ckpt = load_checkpoint(path, settings=dataclasses.replace(SETTINGS), data_fingerprint=fp,
+                           model=fresh, optimizer=optimizer, restore_rng=restore_rng)
+    assert (ckpt.step, ckpt.epoch, ckpt.position) == (K // 2, 0, K // 2 * BPTT)
+    run(fresh, optimizer, train, K - ckpt.step, start=ckpt.step,
+        state=ckpt.state if keep_state else None)
+    return snapshot(fresh, optimizer)
+
+
+def straight(vocab, ids, output="tree"):
+    model, optimizer = build(vocab, SETTINGS.seed, output)
+    run(model, optimizer, torch.as_tensor(batchify(ids, BATCH)), K)
+    return snapshot(model, optimizer)
+
+
+@pytest.mark.parametrize("output", sorted(LAYERS))
+def test_resume_is_bit_identical_on_one_thread(tmp_path, data, output):
+    vocab, ids = data
+    reference = straight(vocab, ids, output)
+    assert same(reference, straight(vocab, ids, output))  # the run itself is deterministic
+    assert same(resumed(tmp_path, vocab, ids, output=output), reference)
+
+
+@pytest.mark.parametrize("what", ["rng", "state"])
+def test_without_the_generators_or_the_carried_state_it_differs(tmp_path, data, what):
+    vocab, ids = data
+    got = resumed(tmp_path, vocab, ids, restore_rng=what != "rng", keep_state=what != "state")
+    assert not same(got, straight(vocab, ids))
+
+
+@pytest.fixture
+def saved(tmp_path, data):
+    vocab, ids = data
+    model, optimizer = build(vocab, 1)
+    path = tmp_path / "c.ckpt"
+    fp = data_fingerprint(ids, vocab.words)
+    save_checkpoint(path, model=model, optimizer=optimizer, step=3, epoch=0, position=18,
+                    settings=SETTINGS, data_fingerprint=fp, report=None)
+    return path, fp, vocab, ids
+
+
+def one_line(exc_info):
+    assert "\n" not in str(exc_info.value)
+    return str(exc_info.value)
+
+
+def test_other_settings_are_refused_in_one_line_and_run_only_settings_are_not(saved):
+    path, fp, vocab, ids = saved
+    with pytest.raises(CheckpointMismatch) as err:
+        load_checkpoint(path, settings=dataclasses.replace(SETTINGS, hidden=12, lr=0.2),
+                        data_fingerprint=fp)
+    message = one_line(err)
+    assert "hidden 10 there, 12 here" in message and "lr 0.1 there, 0.2 here" in message
+    # progress bars, threads and the number of epochs to run do not change the numbers
+    ckpt = load_checkpoint(path, settings=dataclasses.replace(SETTINGS, threads=3, epochs=4,
+                                                              progress=True),
+                           data_fingerprint=fp)
+    assert ckpt.step == 3 and ckpt.position == 18
+
+
+def test_another_corpus_is_refused_in_one_line(saved):
+    path, fp, vocab, ids = saved
+    other = ids.copy()
+    other[[0, 1]] = other[[1, 0]] if other[0] != other[1] else (other[0] + 1) % len(vocab)
+    assert data_fingerprint(other, vocab.words) != fp
+    with pytest.raises(CheckpointMismatch) as err:
+        load_checkpoint(path, settings=SETTINGS, data_fingerprint=data_fingerprint(other,
+                                                                                   vocab.words))
+    assert "another corpus (the same sizes, other tokens or words)" in one_line(err)
+    with pytest.raises(CheckpointMismatch) as err:
+        load_checkpoint(path, settings=SETTINGS, data_fingerprint=data_fingerprint(ids[:-5],
+                                                                                   vocab.words))
+    assert f"{len(ids):,} training tokens" in one_line(err)
+    # the vocabulary's words count too (same ids, one word renamed)
+    renamed = ["x" + vocab.words[0], *vocab.words[1:]]
+    assert data_fingerprint(ids, renamed) != fp
+
+
+def test_not_a_checkpoint_is_a_one_line_model_file_error(saved, tmp_path):
+    path, fp, _, _ = saved
+    text = tmp_path / "notes.txt"
+    text.write_text("hello\n")
+    torch.save({"state_dict": {}, "settings": {}}, tmp_path / "model.pt")
+    cut = tmp_path / "cut.ckpt"
+    cut.write_bytes(path.read_bytes()[:200])
+    for bad, phrase in ((text, "is not a semhuff-lm checkpoint: it is text"),
+                        (tmp_path / "model.pt", "it is a semhuff-lm model"),
+                        (cut, "damaged or incomplete checkpoint"),
+                        (tmp_path / "none.ckpt", "checkpoint not found")):
+        with pytest.raises(ModelFileError) as err:
+            load_checkpoint(bad, settings=SETTINGS, data_fingerprint=fp)
+        assert phrase in one_line(err)
+
+
+def test_written_atomically_the_old_checkpoint_survives_a_failed_write(saved, data):
+    path, fp, vocab, _ = saved
+    before = path.read_bytes()
+    model, optimizer = build(vocab, 1)
+
+    class Interrupts:
+        def __reduce__(self):  # pickled after the weights: Ctrl-C in the middle of the write
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        save_checkpoint(path, model=model, optimizer=optimizer, step=9, epoch=1, position=0,
+                        settings=SETTINGS, data_fingerprint=fp, extra={"x": Interrupts()})
+    assert path.read_bytes() == before
+    assert [p for p in os.listdir(path.parent) if p.endswith(".tmp")] == []
