@@ -17,7 +17,7 @@ from typing import List, Optional
 import numpy as np
 
 from semhuff.devices import DEVICES, backend_names
-from semhuff.errors import OptionError, TreeError
+from semhuff.errors import OptionError
 from semhuff.io_utils import check_writable, is_stdout
 from semhuff.layers import OUTPUT_LAYERS, declared_layer_options, layer_class
 from semhuff.options import add_option_flags, parse_assignments
@@ -25,9 +25,8 @@ from semhuff.lean_numba import skip_blas_probe
 from semhuff.memory import return_large_blocks
 from semhuff.model import Word2Vec, default_workers
 from semhuff.numba_cache import compile_seconds
-from semhuff.trees.base import load_tree_file
 from semhuff.training_report import check_report_writable, write_training_report
-from semhuff.trees import TREE_BUILDERS
+from semhuff.trees.spec import check_tree_spec
 from semhuff.vectors_io import FORMATS, resolve_format
 from semhuff.wording import counted
 
@@ -149,7 +148,7 @@ def _run(args, given=frozenset()) -> int:
     started = time.perf_counter()
     compiled_before = compile_seconds()  # a cold first run compiles the scan in its set-up
     settings = layer_settings(args, given)
-    tree_file = _tree_file(settings.get("tree"))
+    check_tree_spec(settings.get("tree"))  # a name or a file, before any work
     device_options = {k: getattr(args, k) for k in ("batch_pairs",) if hasattr(args, k)}
     backend = getattr(args, "backend", None)
     if args.init_vectors and (args.resume or args.init_model):
@@ -168,17 +167,14 @@ def _run(args, given=frozenset()) -> int:
         model = Word2Vec(vector_size=args.dim, window=args.window, min_count=args.min_count,
                          max_vocab_size=args.max_vocab_size, max_final_vocab=args.max_final_vocab,
                          sample=args.sample, sg=args.model == "sg", loss=args.loss,
-                         layer_options={**settings, "tree": "huffman"} if tree_file else settings,
+                         layer_options=settings,
                          alpha=args.alpha, min_alpha=args.min_alpha, epochs=args.epochs,
                          workers=args.workers, seed=args.seed, device=args.device,
                          backend=backend, device_options=device_options,
                          max_sentence_length=args.max_sentence_length, progress=progress,
                          dask=dask_training(args, given), init_vectors=args.init_vectors,
                          init_vectors_lockf=0.0 if args.freeze_init_vectors else 1.0)
-        if tree_file is None:
-            model.build_vocab(corpus)
-        else:
-            _use_tree_file(model, corpus, tree_file)
+        model.build_vocab(corpus)  # a tree file is read (and matched to the words) there
     model.tmp_dir, model.cache_ids = args.tmp_dir, not args.no_id_cache
     model.dask = dask_training(args, given)
     prepared = time.perf_counter()
@@ -221,28 +217,6 @@ def layer_settings(args, given: set) -> dict:
     if "heldout" in settings:
         settings["heldout"] = resolve_corpus([settings["heldout"]])[0]
     return settings
-
-
-def _tree_file(spec: Optional[str]) -> Optional[str]:
-    """None for a tree kind, the path for a tree file; an error otherwise."""
-    if spec is None or spec in TREE_BUILDERS or spec in ("self-organized", "frequency"):
-        return None  # (the last two: the layer says which --loss they are)
-    if os.path.isfile(spec):
-        return spec
-    kinds = ", ".join(sorted(TREE_BUILDERS))
-    raise TreeError(f"--tree {spec!r} is neither a tree kind ({kinds}) nor a tree file")
-
-
-def _use_tree_file(model, corpus, path: str) -> None:
-    """Scan the corpus, then train on the file's tree, which must be over the same words."""
-    tree, tree_vocab = load_tree_file(path)
-    model.build_vocab(corpus)
-    if tree_vocab is not None and tree_vocab.words != model.vocab.words:
-        raise TreeError(f"the tree in {path} was built for another vocabulary ({len(tree_vocab):,} "
-                        f"words; this corpus gives {len(model.vocab):,} at min_count "
-                        f"{model.min_count}): build it from the same corpus and --min-count")
-    model.tree_spec = tree
-    model.set_vocab(model.vocab)
 
 
 def _print_summary(model, report, args, fmt, seconds, setup_compile=0.0):

@@ -106,18 +106,21 @@ def check_settings(owner: str, declared: Sequence[Option], settings: Dict[str, A
     return {name: table[name].validate(value) for name, value in settings.items()}
 
 
-def add_option_flags(group, options: Iterable[Option], used_by: Dict[str, str]) -> None:
+def add_option_flags(group, options: Iterable[Option], used_by: Dict[str, str],
+                     selector: str = "--loss") -> None:
     """One argparse flag per option (``dest`` = its name, absent unless given: the caller then
-    knows exactly which were given). ``used_by`` says which layers take it, for the help."""
+    knows exactly which were given). ``used_by`` says which layers take it, for the help, as
+    values of ``selector`` (semhuff-train's ``--loss``, semhuff-lm's ``--output``)."""
     for option in options:
         if not option.cli:
             continue
-        default = "" if option.default is None else f" (default {option.default:,})" \
+        default = "" if option.default is None else f" (default {option.default})" \
+            if isinstance(option.default, bool) else f" (default {option.default:,})" \
             if isinstance(option.default, int) else f" (default {option.default:g})" \
             if isinstance(option.default, float) else f" (default {option.default})"
         layers = used_by.get(option.name)
         kwargs = dict(dest=option.name, default=argparse.SUPPRESS, metavar=option.metavar,
-                      help=option.help + default + (f" [--loss {layers}]" if layers else ""))
+                      help=option.help + default + (f" [{selector} {layers}]" if layers else ""))
         if option.choices is not None:
             kwargs["choices"] = option.choices
         if option.type is not str:

@@ -5,12 +5,13 @@ from typing import Dict
 
 import numpy as np
 
-from ..errors import OptionError, TreeError
+from ..errors import TreeError
 from ..gpu.programs import BinaryOutputs
 from ..kernels import loop
 from ..options import Option
 from ..trees.base import Tree
-from ..trees import make_tree, tree_builder_options
+from ..trees import tree_builder_options
+from ..trees.spec import resolve_tree
 from .base import OutputLayer
 
 ORDERS = ("mixed", "word2vec", "batched")
@@ -88,19 +89,12 @@ class HierarchicalSoftmax(OutputLayer):
     @classmethod
     def create(cls, vocab, seed=1, tree=None, similarity=None, hs_order="mixed", clip="skip",
                **tree_options):
-        """``tree``: a ``Tree`` or the name of a tree builder (``semhuff.trees``; default
-        "huffman"), which gets ``similarity`` and its own ``tree_options``."""
+        """``tree``: a tree spec (``semhuff.trees.spec.resolve_tree``: a builder's name, default
+        "huffman", which gets ``similarity`` and its own ``tree_options``; a ``Tree``; a tree
+        file; a model's tree)."""
         TREE.validate(tree)
         vocab.need_two_words("hierarchical softmax")
-        if not isinstance(tree, Tree):
-            tree = make_tree(tree or "huffman", vocab, similarity=similarity, seed=seed,
-                             **tree_options)
-        elif tree_options or similarity is not None:
-            raise OptionError(f"{', '.join(sorted(tree_options) or ['similarity'])}: options of "
-                              f"a tree builder, but a ready tree was given")
-        elif tree.n_words != len(vocab):
-            raise TreeError(f"the given tree has {tree.n_words} leaves but the vocabulary has "
-                            f"{len(vocab)} words")
+        tree = resolve_tree(tree, vocab, similarity=similarity, seed=seed, **tree_options)
         return cls(tree, hs_order, clip)
 
     def n_rows(self, n_words: int) -> int:

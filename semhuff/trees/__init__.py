@@ -128,5 +128,7 @@ def random_clusters_tree(vocab, similarity=None, seed=1, clusters=None, **option
     return cluster_tree(random_clusters(len(vocab), n, seed), vocab.counts, n, kind="clusters")[0]
 
 
+from .spec import resolve_tree  # noqa: E402  (a spec -> a Tree, for every caller)
+
 __all__ = ["TREE_BUILDERS", "TREE_OPTIONS", "make_tree", "register_tree_builder",
            "tree_builder_options"]
