@@ -28,6 +28,7 @@ import csv
 import dataclasses
 import functools
 import hashlib
+import importlib.resources
 import logging
 import os
 from pathlib import Path
@@ -54,8 +55,7 @@ class ManifestEntry:
 
 def _manifest_file() -> Path:
     try:  # installed: the repository's data/ folder is the package semhuff._data
-        from . import _data
-        return Path(_data.__file__).with_name("manifest.csv")
+        return Path(str(importlib.resources.files(f"{__package__}._data") / "manifest.csv"))
     except ImportError:  # a checkout used in place (an editable install made before data/)
         return _CHECKOUT_MANIFEST
 

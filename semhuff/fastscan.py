@@ -27,12 +27,12 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Iterator, List, Optional, Tuple
 
-import numba
 import numpy as np
 
 from .corpus import (BLOCK_BYTES, _MAX_TOKEN_CHARS, Corpus, _reject_binary, compression, is_url,
                      open_binary)
 from .id_cache import Chunk
+from .numba_cache import numba
 
 logger = logging.getLogger(__name__)
 

@@ -14,6 +14,11 @@ used only for its own source files, that keeps the cache in
 source stamp still invalidates an entry when the file changes). Other packages' Numba caching
 is untouched, and ``NUMBA_CACHE_DIR``, when a user sets it, still wins (it is looked at first).
 When no cache folder is writable, a per-user folder under the temp directory is used.
+
+The locator is installed when this module is imported, and every semhuff module that compiles
+with ``cache=True`` gets Numba from here (``from ..numba_cache import numba``), so it is in place
+before any of their decorators runs, whichever of them a process imports first;
+``import semhuff`` itself imports no Numba (``tests/test_structure.py`` checks both).
 """
 from __future__ import annotations
 
@@ -21,7 +26,10 @@ import hashlib
 import os
 import tempfile
 
+import numba  # noqa: F401  (semhuff's modules import it from here)
 from numba.core import caching
+
+from .version import __version__
 
 ENV_VAR = "SEMHUFF_NUMBA_CACHE"
 PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -93,6 +101,9 @@ def install(version: str) -> None:
     # after NUMBA_CACHE_DIR's locator (the user's explicit choice), before the in-tree one
     user_provided = [i for i, c in enumerate(classes) if "UserProvided" in c.__name__]
     classes.insert(user_provided[0] + 1 if user_provided else 0, SemhuffCacheLocator)
+
+
+install(__version__)  # before any module that imports numba from here defines a function
 
 
 # -- how long this process spent compiling ---------------------------------------------------------

@@ -124,7 +124,7 @@ def test_chance_loss_by_hand():
     """Zero output weights: every binary decision at 1/2 (NS: the target and each noise word;
     HS: each node of the target's path); the class softmax: uniform clusters, uniform words."""
     from semhuff.layers import layer_class
-    from semhuff.layers.organizer import SelfOrganizer
+    from semhuff.trees.organizer import SelfOrganizer
     vocab = Vocab(list("abcd"), np.array([4, 2, 1, 1]), 8)
     keep = np.ones(4)
     ns = layer_class("ns").create(vocab, negative=3)
@@ -204,7 +204,7 @@ def test_clusters_zero_is_an_error(loss, clusters, tmp_path, capsys, lee_path):
 
 
 def test_clusters_zero_is_an_error_everywhere(lee_path):
-    from semhuff.layers.organizer import SelfOrganizer
+    from semhuff.trees.organizer import SelfOrganizer
     from semhuff.trees import make_tree
     vocab = Vocab(list("abcdefgh"), np.arange(8, 0, -1), 36)
     for make in (lambda: SelfOrganizer(clusters=0),
@@ -221,7 +221,7 @@ def test_clusters_zero_is_an_error_everywhere(lee_path):
 def test_default_reassignment_scales_with_the_run(lee_path, caplog):
     """Not given, K is chosen from the run: about 10 re-assignments in its first third (lee is
     60k words: small chunks, so that the chunk boundaries, where hooks run, fall often)."""
-    from semhuff.layers.organizer import AUTO_REASSIGNMENTS, auto_reassign_every
+    from semhuff.trees.organizer import AUTO_REASSIGNMENTS, auto_reassign_every
     with caplog.at_level(logging.WARNING):
         model = Word2Vec(lee_path, loss="hs-self-organized", chunk_words=300,
                          **{**SMALL, "epochs": 2})
@@ -264,7 +264,7 @@ def test_a_default_run_on_lee_reassigns_several_times(tmp_path, capsys, lee_path
     (before: 1 in 5 epochs). The run cuts its chunks to K/2 words instead; the count is what
     semhuff-tree clusters reports from the saved model."""
     from semhuff.cli.tree import main as tree_main
-    from semhuff.layers.organizer import AUTO_REASSIGNMENTS
+    from semhuff.trees.organizer import AUTO_REASSIGNMENTS
     model = tmp_path / "m.npz"
     code, _, err = run([lee_path, "-o", str(model), "--loss", loss, "--no-progress",
                         "--dim", "16"], capsys)  # the defaults but the size: 5 epochs, all CPUs
@@ -307,13 +307,13 @@ def test_a_default_run_shorter_than_a_chunk_reassigns_and_impossible_ones_are_wa
     the default chunks hold ~77,000 (100,000 tokens): before, no re-assignment and a warning;
     now the chunks are cut (to 1,000 words, the least) and it re-assigns. A share so small that
     even the least chunk ends past it is still said."""
-    with caplog.at_level(logging.WARNING, logger="semhuff.layers.organizer"):
+    with caplog.at_level(logging.WARNING, logger="semhuff.trees.organizer"):
         model = Word2Vec(lee_path, loss="hs-self-organized", **SMALL)
     assert len(model.layer.organizer.history) >= MIN_DEFAULT_REASSIGNMENTS
     assert "never" not in caplog.text
     assert len(model.reports[-1].chunks) > 30  # ~1,300 tokens a chunk, not 1 chunk
     caplog.clear()
-    with caplog.at_level(logging.WARNING, logger="semhuff.layers.organizer"):
+    with caplog.at_level(logging.WARNING, logger="semhuff.trees.organizer"):
         model = Word2Vec(lee_path, loss="hs-self-organized",
                          layer_options=dict(reassign_until=0.01), **SMALL)
     assert len(model.layer.organizer.history) == 0

@@ -23,10 +23,10 @@ from semhuff import Word2Vec
 from semhuff.corpus import Corpus
 from semhuff.hooks import HookContext
 from semhuff.layers import SelfOrganizedHS
-from semhuff.layers.organizer import SelfOrganizer
 from semhuff.trees import make_tree
 from semhuff.trees.clusters import cluster_tree
 from semhuff.trees.huffman import build_huffman
+from semhuff.trees.organizer import SelfOrganizer
 from semhuff.trees.semhuff import build_semhuff
 from semhuff.vocab import Vocab
 

@@ -12,11 +12,10 @@ from semhuff import Word2Vec
 from semhuff.errors import OptionError
 from semhuff.kernels import classes, hs, loop
 from semhuff.layers import ClassSoftmax, SelfOrganizedHS
-from semhuff.layers.organizer import SelfOrganizer
-from semhuff.layers.self_organized import remap_rows, split_keys
 from semhuff.trees import make_tree
 from semhuff.trees.clusters import (agreement, balanced_tree, cluster_capacity, cluster_tree,
                                     frequency_binning, greedy_assign)
+from semhuff.trees.organizer import SelfOrganizer, remap_rows, split_keys
 from semhuff.vocab import Vocab
 
 DIM = 8

@@ -1,10 +1,16 @@
 """The package's shape: no import cycles between its modules, counting the imports inside
-functions (a cycle hidden that way still ties the modules together); and nothing outside
+functions (a cycle hidden that way still ties the modules together); the two trainers' output
+layers (``semhuff.lm``, PyTorch; ``semhuff.layers`` + ``semhuff.kernels``, Numba) never import
+each other, and ``import semhuff`` / ``import semhuff.lm`` load no Numba; every module that
+compiles with Numba's disk cache gets Numba through ``semhuff.numba_cache``; and nothing outside
 ``semhuff/layers`` asks which class a layer is."""
 import ast
 import pathlib
+import subprocess
+import sys
 
 import networkx as nx
+import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -22,25 +28,30 @@ def _modules():
     return mods
 
 
+def _targets(name, path, node, mods):
+    """The modules (of ``mods``) that import statement ``node`` in module ``name`` imports."""
+    package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+    if isinstance(node, ast.ImportFrom):
+        if node.level:
+            base = package.split(".")[: len(package.split(".")) - node.level + 1]
+            module = ".".join(base + ([node.module] if node.module else []))
+        else:
+            module = node.module or ""
+        submodules = [f"{module}.{a.name}" for a in node.names if f"{module}.{a.name}" in mods]
+        targets = submodules or [module]
+    elif isinstance(node, ast.Import):
+        targets = [a.name for a in node.names]
+    else:
+        return []
+    return [t for t in targets if t in mods and t != name]
+
+
 def _import_graph(mods):
     graph = nx.DiGraph()
+    graph.add_nodes_from(mods)
     for name, path in mods.items():
-        package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
         for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ImportFrom):
-                if node.level:
-                    base = package.split(".")[: len(package.split(".")) - node.level + 1]
-                    module = ".".join(base + ([node.module] if node.module else []))
-                else:
-                    module = node.module or ""
-                submodules = [f"{module}.{a.name}" for a in node.names
-                              if f"{module}.{a.name}" in mods]
-                targets = submodules or [module]
-            elif isinstance(node, ast.Import):
-                targets = [a.name for a in node.names]
-            else:
-                continue
-            graph.add_edges_from((name, t) for t in targets if t in mods and t != name)
+            graph.add_edges_from((name, t) for t in _targets(name, path, node, mods))
     return graph
 
 
@@ -56,6 +67,127 @@ def test_a_cycle_is_found_when_there_is_one():
                            "semhuff.b": _write("def f():\n    from . import a\n")})
     assert [sorted(c) for c in nx.strongly_connected_components(graph) if len(c) > 1] == \
         [["semhuff.a", "semhuff.b"]]
+
+
+# -- the two trainers are siblings ------------------------------------------------------------------
+
+LM = ("semhuff.lm",)
+NUMBA_TRAINER = ("semhuff.layers", "semhuff.kernels")
+
+
+def _within(name, packages):
+    return any(name == p or name.startswith(p + ".") for p in packages)
+
+
+def _reached(graph, sources, packages):
+    """(source, path) for every module of ``packages`` that a module of ``sources`` imports,
+    directly or through other modules, at module level or inside a function."""
+    found = []
+    for source in sorted(n for n in graph if _within(n, sources)):
+        paths = nx.single_source_shortest_path(graph, source)
+        found += [" -> ".join(path) for target, path in sorted(paths.items())
+                  if _within(target, packages)]
+    return found
+
+
+def test_the_lm_layers_and_the_numba_layers_never_import_each_other():
+    graph = _import_graph(_modules())
+    assert any(_within(n, LM) for n in graph) and any(_within(n, NUMBA_TRAINER) for n in graph)
+    assert _reached(graph, LM, NUMBA_TRAINER) == []
+    assert _reached(graph, NUMBA_TRAINER, LM) == []
+    # both use the self-organizer, from the trees package
+    assert graph.has_edge("semhuff.lm.self_organizing", "semhuff.trees.organizer")
+    assert graph.has_edge("semhuff.layers.self_organized", "semhuff.trees.organizer")
+
+
+def test_the_sibling_check_sees_an_import_inside_a_function_and_through_another_module():
+    graph = _import_graph({"semhuff.lm.a": _write("def f():\n    from ..trees import b\n"),
+                           "semhuff.trees.b": _write("from ..layers.c import x\n"),
+                           "semhuff.layers.c": _write("x = 1\n"),
+                           "semhuff.layers.d": _write("import semhuff.lm.a\n")})
+    assert _reached(graph, LM, NUMBA_TRAINER) == [
+        "semhuff.lm.a -> semhuff.trees.b -> semhuff.layers.c"]
+    assert _reached(graph, NUMBA_TRAINER, LM) == ["semhuff.layers.d -> semhuff.lm.a"]
+
+
+def _python(code):
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=str(ROOT), timeout=300)
+    assert out.returncode == 0, out.stderr
+    return out.stdout.split()
+
+
+def test_import_semhuff_lm_loads_no_numba():
+    pytest.importorskip("torch")
+    assert _python("import sys, semhuff.lm; print('numba' in sys.modules, "
+                   "'semhuff.layers' in sys.modules, 'semhuff.kernels' in sys.modules)") == \
+        ["False", "False", "False"]
+
+
+def test_import_semhuff_loads_no_numba_until_an_export_is_used():
+    got = _python("import sys, semhuff\n"
+                  "print('numba' in sys.modules, 'semhuff.model' in sys.modules)\n"
+                  "import semhuff.eval.suite\n"
+                  "print('numba' in sys.modules)\n"
+                  "print(semhuff.Word2Vec.__module__, 'numba' in sys.modules)\n"
+                  "print(all(getattr(semhuff, n) is not None for n in semhuff.__all__))\n"
+                  "print(sorted(set(semhuff.__all__) - set(dir(semhuff))))\n")
+    assert got == ["False", "False", "False", "semhuff.model", "True", "True", "[]"]
+    assert _python("import semhuff\ntry:\n    semhuff.NoSuchName\n"
+                   "except AttributeError as e:\n    print(type(e).__name__)") == ["AttributeError"]
+
+
+def _cached_njit(tree):
+    return any(isinstance(node, ast.keyword) and node.arg == "cache"
+               and isinstance(node.value, ast.Constant) and node.value.value is True
+               for node in ast.walk(tree))
+
+
+def _numba_cache_offenders(mods):
+    """(modules checked, offenders): modules compiling with ``cache=True`` that do not import
+    ``semhuff.numba_cache`` at module level before anything of Numba's."""
+    offenders, checked = [], 0
+    for name, path in mods.items():
+        tree = ast.parse(path.read_text())
+        if name == "semhuff.numba_cache" or not _cached_njit(tree):
+            continue
+        checked += 1
+        for node in tree.body:  # module level, in order
+            if "semhuff.numba_cache" in _targets(name, path, node, mods):
+                break
+            if isinstance(node, ast.Import) and any(a.name.split(".")[0] == "numba"
+                                                    for a in node.names) or \
+                    isinstance(node, ast.ImportFrom) and not node.level and \
+                    (node.module or "").split(".")[0] == "numba":
+                offenders.append(f"{name}: imports numba before semhuff.numba_cache")
+                break
+        else:
+            offenders.append(f"{name}: does not import semhuff.numba_cache at module level")
+    return checked, offenders
+
+
+def test_modules_that_cache_numba_functions_get_numba_through_numba_cache():
+    """Numba picks a function's cache locator when its decorator runs, and ``import semhuff``
+    does not install semhuff's: each module that compiles with ``cache=True`` imports
+    ``semhuff.numba_cache`` (which installs it) before anything of Numba's."""
+    checked, offenders = _numba_cache_offenders(_modules())
+    assert checked >= 10  # the trees, the kernels, fastscan
+    assert offenders == []
+
+
+def test_the_numba_cache_check_finds_a_module_without_it():
+    cache = _write("import numba\n")
+    cached = "@numba.njit(cache=True)\ndef f():\n    pass\n"
+    mods = {"semhuff.numba_cache": cache,
+            "semhuff.good": _write("from .numba_cache import numba\n" + cached),
+            "semhuff.late": _write("import numba\nfrom . import numba_cache\n" + cached),
+            "semhuff.inside": _write("import numba\ndef g():\n    from . import numba_cache\n"
+                                     + cached),
+            "semhuff.uncached": _write("import numba\n@numba.njit\ndef f():\n    pass\n")}
+    checked, offenders = _numba_cache_offenders(mods)
+    assert checked == 3
+    assert offenders == ["semhuff.late: imports numba before semhuff.numba_cache",
+                         "semhuff.inside: imports numba before semhuff.numba_cache"]
 
 
 def _write(text, _n=[0]):

@@ -17,9 +17,9 @@ with the float64 reference and with the numba.cuda kernels. One batch of ``n`` p
 """
 from __future__ import annotations
 
-import numba
 import numpy as np
 
+from ..numba_cache import numba
 from .noise import noise_matrix
 
 MAX_EXP = 6.0

@@ -20,9 +20,9 @@ exact float64.
 """
 from __future__ import annotations
 
-import numba
 import numpy as np
 
+from ..numba_cache import numba
 from . import hs
 from .common import (LOG_SIGMOID_TABLE, MAX_EXP, add_to_input, lcg_next, lcg_u32, log_sigmoid,
                      table_index)

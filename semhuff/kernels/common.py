@@ -3,8 +3,9 @@ down-sampling + window bookkeeping. All small ``inline`` functions, so the loops
 compile into one loop nest without calls on the hot path."""
 from __future__ import annotations
 
-import numba
 import numpy as np
+
+from ..numba_cache import numba
 
 # word2vec's linear congruential generator (java.util.Random's constants), on uint64.
 LCG_MUL = np.uint64(25214903917)

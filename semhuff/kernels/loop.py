@@ -76,9 +76,9 @@ import functools
 import hashlib
 import pathlib
 
-import numba
 import numpy as np
 
+from ..numba_cache import numba
 from . import classes, hs, ns
 from .compiler import VECTOR_WIDTH, KernelCompiler, stack_row
 from .common import (add_to_contexts, add_to_input, alpha_at, context_mean, context_window,

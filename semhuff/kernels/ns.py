@@ -14,9 +14,9 @@ kernel 1.5x faster.
 """
 from __future__ import annotations
 
-import numba
 import numpy as np
 
+from ..numba_cache import numba
 from .common import (MAX_EXP, NLL_BY_CODE, SIGMOID_TABLE, add_to_input, lcg_next, lcg_u32,
                      log_sigmoid_clipped, out_row, table_index)
 from .compiler import prefetch_row, stack_row

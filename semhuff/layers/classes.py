@@ -27,9 +27,10 @@ from ..errors import OptionError
 from ..kernels import loop
 from ..options import Option
 from ..trees.clusters import cluster_members
+from ..trees.organizer import ORGANIZER_OPTIONS, SelfOrganizer, organizer_options
 from .base import OutputLayer
 from .diagnostics import HELDOUT_OPTIONS, ClusterDiagnostics
-from .organizer import ORGANIZER_OPTIONS, ReassignHook, SelfOrganizer, organizer_options
+from .reassign import ReassignHook
 
 CLUSTERINGS = ("self-organized", "frequency", "random")
 CLUSTERING = Option("clustering", str, "self-organized", "--loss class: its clusters, learned "

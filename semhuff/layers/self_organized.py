@@ -1,6 +1,7 @@
 """The binary self-organized tree: hierarchical softmax over the learned clusters as a binary tree
 (a Huffman tree over the clusters by token mass, a Huffman tree inside each cluster), trained at
-about Huffman's cost, re-organized every K words (``organizer.SelfOrganizer``).
+about Huffman's cost, re-organized every K words (``trees.organizer.SelfOrganizer``, the one the
+PyTorch layer ``lm.self_organizing`` uses too).
 
 The statistic q needs the full cluster distribution P(c | h), which a binary tree only gives by
 evaluating every node of its cluster part (C - 1 dot products, against ~10 for a prediction).
@@ -15,22 +16,24 @@ keeps the row of an old node that splits *the same two sets* (negated if the two
 in the cluster part the sets are sets of cluster ids (a cluster keeps its id whoever its
 members), inside a cluster they are sets of words. Every other row starts from zero, as word2vec
 starts the output layer. So unchanged clusters keep their whole subtree, and the cluster part
-keeps every split the new Huffman tree over the clusters repeats.
+keeps every split the new Huffman tree over the clusters repeats (``trees.organizer.split_keys``
+and ``remap_rows``, shared with the PyTorch layer).
 """
 from __future__ import annotations
 
 from typing import Dict, Tuple
 
-import numba
 import numpy as np
 
 from ..kernels import loop
 from ..options import Option, positive_number
 from ..trees.base import Tree
-from ..trees.clusters import cluster_tree
+from ..trees.clusters import cluster_tree, subtree_roots
+from ..trees.organizer import (ORGANIZER_OPTIONS, SelfOrganizer, organizer_options, remap_rows,
+                               split_keys)
 from .diagnostics import HELDOUT_OPTIONS, ClusterDiagnostics
 from .hs import CLIP, HS_ORDER, HierarchicalSoftmax
-from .organizer import ORGANIZER_OPTIONS, ReassignHook, SelfOrganizer, organizer_options
+from .reassign import ReassignHook
 
 DEFAULT_SAMPLES_PER_WORD = 2.0
 SAMPLES_PER_WORD = Option("samples_per_word", float, DEFAULT_SAMPLES_PER_WORD, "a word's "
@@ -62,82 +65,6 @@ def top_part(tree: Tree, cluster_of: np.ndarray, cluster_depth: np.ndarray
                 order.append(child)
         top_child.append(row)
     return np.array(order, np.int32) - V, np.array(top_child, np.int32)
-
-
-@numba.njit(cache=True, nogil=True)
-def subtree_roots(parent, depth, cluster_depth):
-    """Per word, the node ``cluster_depth[w]`` levels below the root on its path (``depth[w]``
-    long: the tree's code lengths): the root of its cluster's subtree."""
-    V = cluster_depth.shape[0]
-    out = np.empty(V, np.int64)
-    for w in range(V):
-        node = w
-        for _ in range(depth[w] - cluster_depth[w]):
-            node = parent[node]
-        out[w] = node
-    return out
-
-
-@numba.njit(cache=True, nogil=True)
-def _split_keys(parent, branch, n_words, word_key, root_key, n_top):
-    # Children before parents: every node's key sums are complete when its parent is reached.
-    # Inner nodes V .. V + n_top - 1 are the cluster part (cluster_tree's layout): their sums
-    # run over cluster keys (entered at the subtree roots), the others' over word keys.
-    n = parent.shape[0]
-    depth = np.zeros(n, np.int64)
-    for v in range(n):
-        node = v
-        while parent[node] >= 0:
-            depth[v] += 1
-            node = parent[node]
-    word_sum = np.zeros(n, np.uint64)
-    cluster_sum = root_key.copy()
-    word_sum[:n_words] = word_key
-    keys = np.zeros((n_words - 1, 2), np.uint64)
-    for v in np.argsort(-depth):
-        p = parent[v]
-        if p < 0:
-            continue
-        row = p - n_words
-        keys[row, branch[v]] = cluster_sum[v] if row < n_top else word_sum[v]
-        word_sum[p] += word_sum[v]
-        if root_key[p] == 0:
-            cluster_sum[p] += cluster_sum[v]
-    return keys
-
-
-def split_keys(tree: Tree, cluster_of: np.ndarray, cluster_depth: np.ndarray,
-               word_keys: np.ndarray, cluster_keys: np.ndarray) -> np.ndarray:
-    """(n_inner, 2): random-key sums of the two leaf sets under every inner node of a tree from
-    ``cluster_tree``: sets of clusters in the cluster part, sets of words inside the clusters."""
-    V = tree.n_words
-    roots = subtree_roots(tree.parent, tree.lengths, cluster_depth.astype(np.int64))
-    root_key = np.zeros(2 * V - 1, np.uint64)
-    root_key[roots] = cluster_keys[cluster_of]
-    n_top = np.unique(cluster_of).size - 1
-    return _split_keys(tree.parent, tree.branch, V, word_keys, root_key, n_top)
-
-
-def _pair_hash(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    # One 64-bit number per ordered pair of (random 63-bit) set keys; uint64 arithmetic wraps.
-    return a * np.uint64(0x9E3779B97F4A7C15) + b * np.uint64(0xC2B2AE3D27D4EB4F)
-
-
-def remap_rows(old_keys: np.ndarray, new_keys: np.ndarray, weights: np.ndarray) -> Tuple[np.ndarray, int]:
-    """New output rows: a node that splits the same two leaf sets as an old one keeps its row
-    (negated when the sides swapped), the others start at zero. Returns (rows, kept)."""
-    old = _pair_hash(old_keys[:, 0], old_keys[:, 1])
-    order = np.argsort(old)
-    old_sorted = old[order]
-    out = np.zeros_like(weights)
-    taken = np.zeros(len(new_keys), dtype=bool)
-    for sign, a, b in ((1.0, 0, 1), (-1.0, 1, 0)):  # the same sides first, then swapped
-        new = _pair_hash(new_keys[:, a], new_keys[:, b])
-        at = np.minimum(np.searchsorted(old_sorted, new), len(old_sorted) - 1)
-        hit = (old_sorted[at] == new) & ~taken
-        out[hit] = weights[order[at[hit]]] * np.float32(sign)
-        taken |= hit
-    return out, int(taken.sum())
 
 
 class SelfOrganizedHS(ClusterDiagnostics, HierarchicalSoftmax):

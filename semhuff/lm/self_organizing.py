@@ -2,9 +2,9 @@
 clusters are re-learned while the language model trains.
 
 One implementation of the method serves the Numba trainer and this layer:
-``semhuff.layers.organizer.SelfOrganizer`` holds the clusters and runs Algorithm 1
+``semhuff.trees.organizer.SelfOrganizer`` holds the clusters and runs Algorithm 1
 (``greedy_assign``) on the statistic q; ``semhuff.trees.clusters.cluster_tree`` is the binary
-form; ``semhuff.layers.self_organized.split_keys`` / ``remap_rows`` say which rows survive a
+form; ``semhuff.trees.organizer.split_keys`` / ``remap_rows`` say which rows survive a
 re-assignment. What is here is the PyTorch side:
 
 * the statistic (eqs. 8-10), ``q(w, c) <- lam(w) q(w, c) + (1 - lam(w)) log2 P(c | h)`` for
@@ -46,9 +46,8 @@ import numpy as np
 import torch
 
 from ..errors import OptionError
-from ..layers.organizer import SelfOrganizer
-from ..layers.self_organized import remap_rows, split_keys
 from ..trees.clusters import cluster_tree
+from ..trees.organizer import SelfOrganizer, remap_rows, split_keys
 from .base import LMOutputLayer, check_sizes
 from .class_softmax import TwoLevelSoftmax
 from .optim_state import remap_optimizer_state

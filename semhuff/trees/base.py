@@ -21,62 +21,11 @@ from __future__ import annotations
 import zipfile
 from typing import Optional, Tuple
 
-import numba
 import numpy as np
 
 from ..errors import TreeError
 from ..io_utils import MODEL_LAYER_PREFIX, open_npz, unpack_words
 from ..vocab import Vocab
-
-
-@numba.njit(cache=True, nogil=True)
-def _paths_from_parents(parent, branch, n_words, max_depth):
-    points = np.zeros((n_words, max_depth), dtype=np.int32)
-    codes = np.zeros((n_words, max_depth), dtype=np.int8)
-    lengths = np.zeros(n_words, dtype=np.int32)
-    for w in range(n_words):
-        depth = 0
-        node = w
-        while parent[node] >= 0:
-            depth += 1
-            node = parent[node]
-        lengths[w] = depth
-        node = w
-        d = depth - 1
-        while parent[node] >= 0:
-            codes[w, d] = branch[node]
-            points[w, d] = parent[node] - n_words
-            node = parent[node]
-            d -= 1
-    return points, codes, lengths
-
-
-@numba.njit(cache=True, nogil=True)
-def _depths(parent, n_words):
-    # Depth of every node, computed top-down: a parent's id may be smaller or larger than its
-    # child's, so walk each leaf up once and memoise.
-    n = parent.shape[0]
-    depth = np.full(n, -1, dtype=np.int32)
-    for start in range(n):
-        if depth[start] >= 0:
-            continue
-        # find the nearest ancestor with a known depth
-        node = start
-        steps = 0
-        while node >= 0 and depth[node] < 0:
-            node = parent[node]
-            steps += 1
-            if steps > n:
-                return depth  # a cycle: left at -1 for validate() to report
-        base = -1 if node < 0 else depth[node]
-        # second walk assigns depths
-        d = base + steps
-        node = start
-        while node >= 0 and depth[node] < 0:
-            depth[node] = d
-            d -= 1
-            node = parent[node]
-    return depth
 
 
 class Tree:
@@ -104,10 +53,12 @@ class Tree:
         return int(np.flatnonzero(self.parent < 0)[0])
 
     def node_depths(self) -> np.ndarray:
+        from .compiled import _depths  # Numba on first use: importing Tree needs none
         return _depths(self.parent, self.n_words)
 
     def _ensure_paths(self):
         if self._paths is None:
+            from .compiled import _paths_from_parents
             max_depth = int(self.node_depths()[: self.n_words].max()) if self.n_words > 1 else 0
             self._paths = _paths_from_parents(self.parent, self.branch, self.n_words, max(max_depth, 1))
         return self._paths

@@ -9,22 +9,23 @@ A clustering is an int32 array ``cluster_of[w]`` over the frequency-sorted vocab
 * ``greedy_assign``: the paper's Algorithm 1 (self-organization);
 * ``cluster_tree``: the binary form of a clustering (a Huffman tree over the clusters by token
   mass, a Huffman tree inside each cluster over its words), so that hierarchical softmax over
-  it costs about what Huffman's does;
+  it costs about what Huffman's does; ``subtree_roots``: where each cluster's subtree hangs;
 * ``balanced_tree`` (+ the ``random`` and ``alphabetical`` tree builders): the p-tHSM poster's
   baselines, the words in a random or alphabetical order under a balanced binary tree.
+
+Their Numba kernels are in ``compiled.py``, imported when they run: this module (and the
+PyTorch side, which uses it) imports without Numba.
 """
 from __future__ import annotations
 
 import math
 from typing import Optional, Tuple
 
-import numba
 import numpy as np
 
 from ..errors import OptionError
 from ..options import Option, positive_int
 from .base import Tree
-from .huffman import _huffman_parents
 
 
 CLUSTERS = Option("clusters", int, None, "number of clusters (default: about sqrt(V))",
@@ -43,25 +44,12 @@ def check_clusters(n_clusters: int, n_words: int) -> int:
     return int(n_clusters)
 
 
-@numba.njit(cache=True, nogil=True)
-def _frequency_bins(counts, n_clusters):
-    out = np.empty(counts.shape[0], np.int32)
-    total = counts.sum()
-    mass = 0.0
-    c = 0
-    for w in range(counts.shape[0]):
-        mass += counts[w] / total
-        out[w] = c
-        if mass > (c + 1) / n_clusters and c < n_clusters - 1:
-            c += 1
-    return out
-
-
 def frequency_binning(counts, n_clusters: int) -> np.ndarray:
     """The RNNLM toolkit's classes (Mikolov et al. 2011): words in descending frequency fill
     class after class, a class closing once the token mass so far passes its share (c + 1) / C;
     a word moves the class on by one at most, so no class is empty and the most frequent words
     get classes of their own."""
+    from .compiled import _frequency_bins
     return _frequency_bins(np.asarray(counts, np.float64), int(n_clusters))
 
 
@@ -71,7 +59,6 @@ def random_clusters(n_words: int, n_clusters: int, seed: int) -> np.ndarray:
     return rng.permutation(np.arange(n_words) % n_clusters).astype(np.int32)
 
 
-@numba.njit(cache=True, nogil=True)
 def greedy_assign(q, counts, n_clusters, max_words, budget):
     """Algorithm 1 of Shen et al.: words in descending frequency (their id order) pick the
     cluster of highest ``q[w, c]`` among those that still have room: fewer than ``max_words``
@@ -80,29 +67,8 @@ def greedy_assign(q, counts, n_clusters, max_words, budget):
     word that finds no cluster passing both tests (only the budget can fail: there are
     ``C x max_words >= V`` places) takes the cluster with room whose share is smallest.
     Returns (cluster_of, n_fallback)."""
-    V = q.shape[0]
-    total = 0.0
-    for w in range(V):
-        total += counts[w]
-    size = np.zeros(n_clusters, np.int64)
-    share = np.zeros(n_clusters, np.float64)
-    out = np.empty(V, np.int32)
-    fallback = 0
-    for w in range(V):
-        best = -1
-        for c in range(n_clusters):
-            if size[c] < max_words and share[c] < budget:
-                if best < 0 or q[w, c] > q[w, best]:
-                    best = c
-        if best < 0:
-            fallback += 1
-            for c in range(n_clusters):
-                if size[c] < max_words and (best < 0 or share[c] < share[best]):
-                    best = c
-        out[w] = best
-        size[best] += 1
-        share[best] += counts[w] / total
-    return out, fallback
+    from .compiled import _greedy_assign
+    return _greedy_assign(q, counts, n_clusters, max_words, budget)
 
 
 def cluster_capacity(n_words: int, n_clusters: int, gamma: float) -> int:
@@ -115,6 +81,7 @@ def cluster_capacity(n_words: int, n_clusters: int, gamma: float) -> int:
 def _huffman_block(weights: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
     """Parents/branches of a Huffman tree over ``weights`` in any order, as local node ids
     (leaves 0..n-1 in the given order, inner nodes n..2n-2, root 2n-2)."""
+    from .huffman import _huffman_parents
     n = weights.shape[0]
     order = np.argsort(-weights, kind="stable")
     parent, branch = _huffman_parents(weights[order].astype(np.int64))
@@ -183,42 +150,16 @@ def cluster_tree(cluster_of: np.ndarray, counts, n_clusters: int,
     return tree, cluster_depth
 
 
-@numba.njit(cache=True, nogil=True)
-def _balanced_parents(order):
-    # A complete binary tree, leaves left to right in ``order``: first the leading
-    # 2 (V - 2^floor(log2 V)) leaves are paired, which leaves a power of two of nodes, then
-    # neighbours are paired level by level. Every depth is floor or ceil of log2 V.
-    V = order.shape[0]
-    parent = np.full(2 * V - 1, -1, np.int32)
-    branch = np.zeros(2 * V - 1, np.int8)
-    level = order.astype(np.int64).copy()
-    full = 1
-    while full * 2 <= V:
-        full *= 2
-    new = V
-    first = V - full  # pairs to make before the level is a power of two
-    n = V
-    while n > 1:
-        pairs = first if first > 0 else n // 2
-        m = 0
-        for i in range(pairs):
-            a, b = level[2 * i], level[2 * i + 1]
-            parent[a] = new
-            parent[b] = new
-            branch[b] = 1
-            level[m] = new
-            m += 1
-            new += 1
-        for i in range(2 * pairs, n):  # the rest move up unpaired (first round only)
-            level[m] = level[i]
-            m += 1
-        n = m
-        first = 0
-    return parent, branch
+def subtree_roots(parent, depth, cluster_depth) -> np.ndarray:
+    """Per word, the node ``cluster_depth[w]`` levels below the root on its path (``depth[w]``
+    long: the tree's code lengths): the root of its cluster's subtree."""
+    from .compiled import _subtree_roots
+    return _subtree_roots(parent, depth, cluster_depth)
 
 
 def balanced_tree(order, kind: str) -> Tree:
     """A balanced binary tree whose leaves, left to right, are the word ids in ``order``."""
+    from .compiled import _balanced_parents
     parent, branch = _balanced_parents(np.asarray(order, np.int64))
     return Tree(parent, branch, kind=kind)
 

@@ -1,9 +1,9 @@
 """word2vec's Huffman tree, built in O(V) from frequency-sorted counts (two-queue method)."""
 from __future__ import annotations
 
-import numba
 import numpy as np
 
+from ..numba_cache import numba
 from .base import Tree, TreeError
 
 

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import logging
 
-import numba
 import numpy as np
+
+from ..numba_cache import numba
 
 logger = logging.getLogger(__name__)
 

@@ -29,10 +29,10 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Optional, Tuple
 
-import numba
 import numpy as np
 import scipy.sparse as sp
 
+from ..numba_cache import numba
 from .base import Tree, TreeError
 from .huffman import build_huffman
 from .matching import approximate_matching, exact_matching, matching_weight

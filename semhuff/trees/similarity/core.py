@@ -13,11 +13,11 @@ import logging
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
-import numba
 import numpy as np
 import scipy.sparse as sp
 
 from ...errors import SimilarityError
+from ...numba_cache import numba
 
 logger = logging.getLogger(__name__)
 

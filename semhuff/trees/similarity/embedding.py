@@ -7,11 +7,11 @@ import logging
 import os
 from typing import List, Optional, Tuple
 
-import numba
 import numpy as np
 import scipy.sparse as sp
 
 from ...errors import SimilarityError, VectorsError
+from ...numba_cache import numba
 from ...vectors_io import read_vectors
 from .core import DEFAULT_TOP_K, SimilarityReport, _finish, _word_index, top_k_symmetric
 

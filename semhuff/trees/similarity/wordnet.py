@@ -10,12 +10,12 @@ from __future__ import annotations
 import contextlib
 from typing import List, Optional, Tuple
 
-import numba
 import numpy as np
 import scipy.sparse as sp
 
 from ... import wordnet_reader
 from ...errors import DatasetMissing, SimilarityError
+from ...numba_cache import numba
 from ...wordnet_reader import POS_FILES, WordNetGraph, base_forms, default_wordnet_dirs
 from .core import DEFAULT_TOP_K, SimilarityReport, _finish, _word_index, top_k_symmetric
 

@@ -1,6 +1,10 @@
-"""Self-organization (Shen et al. §3.3-3.5), shared by the two-level and the binary clustered
-output layers: the statistic q, its smoothing, the greedy re-assignment every K words, and the
-record of what each re-assignment did.
+"""Self-organization (Shen et al. §3.3-3.5), one implementation for both trainers' clustered
+output layers (the Numba trainer's ``layers/classes.py`` and ``layers/self_organized.py``, the
+PyTorch ``lm/self_organizing.py``): the statistic q, its smoothing, the greedy re-assignment
+every K words, the record of what each re-assignment did, and which output rows a re-built
+binary tree keeps (``split_keys``, ``remap_rows``). When to re-assign is each trainer's own
+(the Numba trainer's ``layers.reassign.ReassignHook``, the LM layer's ``after_step``); nothing
+here imports either trainer, nor Numba until a re-assignment runs (``compiled.py``).
 
 q(w, c) estimates g(w, c), the mean of log2 P(c | h) over the contexts h that precede w (eq. 8),
 by exponential smoothing of the samples the forward pass gives (eq. 9):
@@ -54,15 +58,14 @@ from __future__ import annotations
 
 import logging
 import math
-import time
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
-from ..hooks import Hook
 from ..options import Option, at_least_one, check_settings, non_negative, positive_int, share
-from ..trees.clusters import (CLUSTERS, cluster_capacity, check_clusters, default_clusters, greedy_assign,
-                              initial_clusters)
+from .base import Tree
+from .clusters import (CLUSTERS, check_clusters, cluster_capacity, default_clusters, greedy_assign,
+                       initial_clusters, subtree_roots)
 
 logger = logging.getLogger(__name__)
 
@@ -246,42 +249,6 @@ class SelfOrganizer:
         self.history = np.asarray(arrays["history"], np.float64).reshape(-1, len(HISTORY_FIELDS))
 
 
-class ReassignHook(Hook):
-    """Every ``reassign_every`` words: the layer re-assigns its words (``layer.reorganize``);
-    at the start of training it chooses K for this run (``SelfOrganizer.plan_run``), asks for
-    chunks of at most K/2 words where the default ones are longer (``max_chunk_words``) and
-    sets its smoothing (``layer.prepare``)."""
-
-    def __init__(self, layer, every: Optional[int], heldout=None):
-        self.layer = layer
-        self.every_words = every  # None: set by on_train_begin, from the run's length
-        self.heldout = heldout
-
-    def on_train_begin(self, context) -> None:
-        organizer = self.layer.organizer
-        self.every_words = organizer.plan_run(context.total_words, context.chunk_words)
-        self.max_chunk_words = organizer.chunk_cap
-        self.layer.prepare(context)
-
-    def on_words(self, context) -> None:
-        if context.progress > self.layer.organizer.reassign_until:
-            return  # the clusters are frozen for the rest of this train() call
-        row = {"words_done": context.words_done, "epoch": context.epoch}
-        if self.heldout is not None:  # measured before the clusters change: the model as trained
-            started = time.perf_counter()
-            row.update(self.layer.diagnose(context, self.heldout))
-            row["diagnose_seconds"] = time.perf_counter() - started
-        started = time.perf_counter()
-        row.update(self.layer.reorganize(context))
-        row["seconds"] = time.perf_counter() - started
-        self.layer.organizer.record(row)
-        logger.info("re-assigned clusters at %d words: %.1f%% of the words (%.1f%% of the tokens) "
-                    "moved%s", context.words_done, 100 * row["changed_share"],
-                    100 * row["changed_mass"],
-                    f"; held-out cluster perplexity {row['cluster_ppl']:.1f}"
-                    if "cluster_ppl" in row else "")
-
-
 def auto_reassign_every(window_words: int) -> int:
     """The automatic K: ``AUTO_REASSIGNMENTS`` re-assignments within ``window_words``, at most
     ``DEFAULT_REASSIGN_EVERY`` apart (re-assignments happen at chunk boundaries: a K below a
@@ -296,3 +263,46 @@ def organizer_options(options: dict) -> dict:
 
 def history_rows(history: np.ndarray) -> List[dict]:
     return [dict(zip(HISTORY_FIELDS, map(float, row))) for row in history]
+
+
+# -- which rows a re-built tree keeps --------------------------------------------------------------
+# A row of a binary tree is a classifier between the two sets of leaves under its node. After a
+# re-assignment the tree is rebuilt (``clusters.cluster_tree``); a new node keeps the row of an
+# old node that splits *the same two sets* (negated if the two sides swapped): in the cluster
+# part the sets are sets of cluster ids (a cluster keeps its id whoever its members), inside a
+# cluster they are sets of words. Every other row starts from zero, as word2vec starts the
+# output layer. A set is named by the sum of random 64-bit keys of its members.
+
+def split_keys(tree: Tree, cluster_of: np.ndarray, cluster_depth: np.ndarray,
+               word_keys: np.ndarray, cluster_keys: np.ndarray) -> np.ndarray:
+    """(n_inner, 2): random-key sums of the two leaf sets under every inner node of a tree from
+    ``cluster_tree``: sets of clusters in the cluster part, sets of words inside the clusters."""
+    from .compiled import _split_keys
+    V = tree.n_words
+    roots = subtree_roots(tree.parent, tree.lengths, cluster_depth.astype(np.int64))
+    root_key = np.zeros(2 * V - 1, np.uint64)
+    root_key[roots] = cluster_keys[cluster_of]
+    n_top = np.unique(cluster_of).size - 1
+    return _split_keys(tree.parent, tree.branch, V, word_keys, root_key, n_top)
+
+
+def _pair_hash(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    # One 64-bit number per ordered pair of (random 63-bit) set keys; uint64 arithmetic wraps.
+    return a * np.uint64(0x9E3779B97F4A7C15) + b * np.uint64(0xC2B2AE3D27D4EB4F)
+
+
+def remap_rows(old_keys: np.ndarray, new_keys: np.ndarray, weights: np.ndarray) -> Tuple[np.ndarray, int]:
+    """New output rows: a node that splits the same two leaf sets as an old one keeps its row
+    (negated when the sides swapped), the others start at zero. Returns (rows, kept)."""
+    old = _pair_hash(old_keys[:, 0], old_keys[:, 1])
+    order = np.argsort(old)
+    old_sorted = old[order]
+    out = np.zeros_like(weights)
+    taken = np.zeros(len(new_keys), dtype=bool)
+    for sign, a, b in ((1.0, 0, 1), (-1.0, 1, 0)):  # the same sides first, then swapped
+        new = _pair_hash(new_keys[:, a], new_keys[:, b])
+        at = np.minimum(np.searchsorted(old_sorted, new), len(old_sorted) - 1)
+        hit = (old_sorted[at] == new) & ~taken
+        out[hit] = weights[order[at[hit]]] * np.float32(sign)
+        taken |= hit
+    return out, int(taken.sum())
