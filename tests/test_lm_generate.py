@@ -183,3 +183,37 @@ def test_bad_arguments_are_one_line_errors(stream, trained):
     other = build_vocab(["a", "b", "a"])
     with pytest.raises(OptionError, match="the model predicts"):
         sample(model, other)
+
+
+def test_score_files_reproduces_the_training_reports_perplexity(lee_path, tmp_path):
+    """The issue's check: ``score`` on the training run's held-out text gives the report's
+    held-out perplexity exactly, before and after save / load; several files are read as the
+    trainer reads them (joined) and scored one by one too."""
+    from semhuff.lm.generate import score_files, text_ids
+    from semhuff.lm.token_ids import load_data
+    from semhuff.lm.trainer import LMSettings, load_model, save_model, train_lm
+    lines = open(lee_path, encoding="utf-8").read().splitlines()
+    (tmp_path / "train.txt").write_text("\n".join(lines[:120]) + "\n")
+    (tmp_path / "held1.txt").write_text("\n".join(lines[120:140]) + "\n")
+    (tmp_path / "held2.txt").write_text("\n".join(lines[140:160]) + "\n")
+    held = [str(tmp_path / "held1.txt"), str(tmp_path / "held2.txt")]
+    data = load_data([str(tmp_path / "train.txt")], held, max_vocab=300, heldout_tokens=1500)
+    settings = LMSettings(emb=16, hidden=16, batch_size=8, bptt=10, eval_batch=6,
+                          progress=False)
+    model, report = train_lm(data, settings)
+    expected = report.epochs[-1].heldout
+    assert np.array_equal(text_ids(held, data.vocab, data.eos, 1500), data.heldout)
+    total, each = score_files(model, data.vocab, held, data.eos, settings.eval_batch,
+                              settings.bptt, max_tokens=1500)
+    assert (total.perplexity, total.tokens) == (expected.perplexity, expected.tokens)
+    assert [path for path, _ in each] == held
+    for path, score in each:  # each file alone: its own ids, its own score
+        alone = evaluate(model, text_ids([path], data.vocab, data.eos, 1500), 6, 10)
+        assert score.perplexity == alone.perplexity
+    save_model(str(tmp_path / "m.pt"), model, data, report)
+    loaded, vocab, saved = load_model(str(tmp_path / "m.pt"))
+    again, _ = score_files(loaded, vocab, held, data.eos, saved.eval_batch, saved.bptt,
+                           max_tokens=1500)
+    assert again.perplexity == expected.perplexity
+    with pytest.raises(OptionError, match="no text to score"):
+        score_files(model, data.vocab, [], data.eos)

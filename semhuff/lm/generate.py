@@ -11,7 +11,12 @@
   tokens. Reproducible: the draws use a ``torch.Generator`` seeded with ``seed`` and touch no
   global generator;
 * ``encode_prompt(vocab, prompt)``: text or words -> ids, a word outside the vocabulary as
-  ``<unk>`` (as the trainer maps its corpus).
+  ``<unk>`` (as the trainer maps its corpus);
+* ``text_ids(paths, vocab, eos)`` and ``score_files(model, vocab, paths, eos, ...)``: text
+  files read exactly as the trainer reads its held-out text (``load_data``: the same readers,
+  ``<eos>`` at line ends when the model was trained with them, ``<unk>``), scored together and
+  one by one: on the training run's held-out files (and ``max_tokens`` = its
+  ``--heldout-tokens``) the total is the report's perplexity, exactly.
 """
 from __future__ import annotations
 
@@ -24,7 +29,7 @@ import numpy as np
 import torch
 
 from ..errors import OptionError
-from .token_ids import EOS, UNK
+from .token_ids import EOS, UNK, read_text, to_ids, tokens as text_tokens
 
 Prompt = Union[str, Sequence[str]]
 
@@ -59,6 +64,40 @@ def score_text(model: torch.nn.Module, ids, batch: int = 10, bptt: int = 20) -> 
     seconds = time.perf_counter() - started
     return TextScore(held.perplexity, held.nll, held.tokens, seconds, held.cluster_perplexity,
                      held.in_cluster_perplexity)
+
+
+def text_ids(paths: Sequence[str], vocab, eos: bool,
+             max_tokens: Optional[int] = None) -> np.ndarray:
+    """The ids of the text of ``paths`` (files or folders, plain or compressed), read as
+    ``load_data`` reads held-out text: joined, split into words, ``<eos>`` at each line's end
+    when ``eos``, words outside the vocabulary as ``<unk>``; the first ``max_tokens`` only."""
+    if UNK not in vocab.index:
+        raise OptionError(f"the vocabulary has no {UNK}: it is not a semhuff-lm vocabulary")
+    words = text_tokens(read_text(list(paths)), bool(eos))
+    if max_tokens is not None:
+        words = words[:int(max_tokens)]
+    return to_ids(words, vocab)
+
+
+def score_files(model: torch.nn.Module, vocab, paths: Sequence[str], eos: bool,
+                batch: int = 10, bptt: int = 20, max_tokens: Optional[int] = None):
+    """(the score of all of ``paths`` read together, [(path, its own score), ...]): perplexity,
+    tokens, tokens/s (``score_text``), the text read by ``text_ids``. A file too short to
+    score (fewer than 2 tokens) is an error naming it."""
+    paths = list(paths)
+    if not paths:
+        raise OptionError("no text to score: give one or more files")
+    total = score_text(model, text_ids(paths, vocab, eos, max_tokens), batch, bptt)
+    each = []
+    if len(paths) > 1:
+        for path in paths:
+            ids = text_ids([path], vocab, eos, max_tokens)
+            if len(ids) < 2:
+                raise OptionError(f"{path}: {len(ids)} token(s), too few to score")
+            each.append((path, score_text(model, ids, batch, bptt)))
+    else:
+        each.append((paths[0], total))
+    return total, each
 
 
 def encode_prompt(vocab, prompt: Prompt) -> List[int]:
