@@ -84,24 +84,29 @@ def test_the_trainer_trains_it_by_name():
     assert report.epochs[-1].heldout.perplexity < report.untrained.perplexity
 
 
-@pytest.mark.parametrize("training", [True, False])
-def test_causal_a_later_token_leaves_earlier_outputs_unchanged(training):
+@pytest.mark.parametrize("mode", ["train", "eval", "eval, no grad"])
+def test_causal_a_later_token_leaves_earlier_outputs_unchanged(mode):
+    """In each of torch's paths (training; inference; inference without autograd, where torch
+    may take its fused encoder path): the same numbers (dropout 0), nothing from the future."""
     torch.manual_seed(1)
     V, H = 30, 24
     model = TransformerLanguageModel(V, make_output_layer("full", H, counts=np.arange(V) + 1),
                                      emb=16, hidden=H, layers=2, heads=3, max_len=10)
-    model.train(training)  # dropout 0: the training and the inference paths, same numbers
     ids = torch.randint(0, V, (3, 10))
+    reference, _ = model.hidden(ids)  # training mode
+    model.train(mode == "train")
     changed = ids.clone()
     changed[:, 6] = (changed[:, 6] + 1) % V
-    a, _ = model.hidden(ids)
-    b, _ = model.hidden(changed)
-    assert torch.equal(a[:, :6], b[:, :6])
-    assert not torch.allclose(a[:, 6:], b[:, 6:])  # and the change does reach the later ones
-    # each prefix alone gives its own outputs: nothing leaks from the future
-    for t in (1, 4, 9):
-        alone, _ = model.hidden(ids[:, :t])
-        torch.testing.assert_close(alone, a[:, :t], rtol=1e-5, atol=1e-6)
+    with torch.set_grad_enabled(mode != "eval, no grad"):
+        a, _ = model.hidden(ids)
+        b, _ = model.hidden(changed)
+        torch.testing.assert_close(a, reference, rtol=1e-5, atol=1e-6)
+        assert torch.equal(a[:, :6], b[:, :6])
+        assert not torch.allclose(a[:, 6:], b[:, 6:])  # the change does reach the later ones
+        # each prefix alone gives its own outputs: nothing leaks from the future
+        for t in (1, 4, 9):
+            alone, _ = model.hidden(ids[:, :t])
+            torch.testing.assert_close(alone, a[:, :t], rtol=1e-5, atol=1e-6)
 
 
 def test_the_blocks_are_torchs_pre_ln_layer_with_a_causal_mask():
