@@ -1,7 +1,8 @@
 """The LM side against independent references, for bugs that passed every other test (issue
 37): the recurrent state the trainer hands the LSTM from batch to batch, the held-out
 perplexity against one unbatched pass of our own, ``<unk>``'s count, and the clustered
-layers' cluster part against the full distribution."""
+layers' cluster part against the full distribution, the tree layer's tree against the
+builder's."""
 import collections
 import copy
 import math
@@ -212,3 +213,50 @@ def test_cluster_log_prob_is_the_clusters_share_of_the_distribution(name):
         layer.after_step(optimizer)
     assert layer.reassignments == 2 and not torch.equal(layer.cluster_of, before)
     _check_cluster_part(layer, h, t)
+
+
+# -- 3. the LM tree layer's tree is the builder's -------------------------------------------------
+
+def _builder_settings(name, vocab):
+    """The arguments a builder needs here (semhuff: a similarity; clusters: their number)."""
+    if name == "semhuff":
+        import scipy.sparse as sp
+        sim = sp.random(len(vocab), len(vocab), density=0.1, random_state=0, format="csr")
+        return {"similarity": (sim + sim.T).tocsr()}
+    return {"clusters": 5} if name == "clusters" else {}
+
+
+def _huffman_cost(counts):
+    """sum count x code length of an optimal prefix code, by the textbook merge (heapq)."""
+    import heapq
+    heap = [int(c) for c in counts]
+    heapq.heapify(heap)
+    cost = 0
+    while len(heap) > 1:
+        merged = heapq.heappop(heap) + heapq.heappop(heap)
+        cost += merged
+        heapq.heappush(heap, merged)
+    return cost
+
+
+def test_the_lm_tree_layer_holds_the_builders_tree():
+    """For every tree builder, ``make_output_layer("tree", ...)``'s tree over a frequency-sorted
+    vocabulary (the trainer's) is ``make_tree``'s (parent, branch, codes, points), and the
+    Huffman layer's codes have the optimal expected length with the most frequent words
+    nearest the root (test_lm_registry checks vocabularies in other id orders)."""
+    from semhuff.trees import TREE_BUILDERS, make_tree
+    vocab = _zipf_vocab(60)
+    builtin = ("alphabetical", "clusters", "huffman", "random", "semhuff")  # (not other
+    assert set(builtin) <= set(TREE_BUILDERS)  # tests' plugins, registered in this process)
+    for name in builtin:
+        settings = _builder_settings(name, vocab)
+        layer = make_output_layer("tree", D, vocab, tree=name, seed=4, **settings)
+        expected = make_tree(name, vocab, seed=4, **settings)
+        for field in ("parent", "branch", "codes", "points", "lengths"):
+            np.testing.assert_array_equal(getattr(layer.tree, field), getattr(expected, field),
+                                          err_msg=f"{name}: {field}")
+    layer = make_output_layer("tree", D, vocab, tree="huffman")
+    lengths, counts = layer.tree.lengths, vocab.counts
+    assert int((counts * lengths).sum()) == _huffman_cost(counts)
+    assert np.all(np.diff(lengths) >= 0)  # counts descend along the ids: depths do not
+    assert lengths[0] == lengths.min() < lengths.mean() < lengths[-1]
