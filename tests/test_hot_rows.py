@@ -69,9 +69,9 @@ def test_private_rows_do_the_same_arithmetic(loss, thread_table, sg, tree):
     assert moved > 1e-3  # the hot rows were trained
     moved = np.abs(plain.syn0[hot.hot_in.rows] - model.syn0[hot.hot_in.rows]).max()
     assert moved > 1e-3  # and the hot input vectors
-    # the merges' rounding, amplified by training: up to 1.7e-5 (NS in word2vec's order) and
-    # 4.8e-5 (batched NS: a row takes a window's updates at once) over updates of about 1; a
-    # row sent to the wrong copy would be off by the size of an update
+    # the merges' rounding, amplified by training: up to 4.8e-5 (NS here runs the batched order:
+    # a row takes a window's updates at once; word2vec's order and CBOW: test_private_rows_orders)
+    # over updates of about 1; a row sent to the wrong copy would be off by the size of an update
     atol = 6e-5
     np.testing.assert_allclose(hot.layer.weights, plain.layer.weights, atol=atol)
     hot.to_host()  # the model's own array gets the shared rows
