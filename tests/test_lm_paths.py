@@ -214,6 +214,35 @@ def test_compiled_tree_softmax_equals_eager_with_few_graphs_and_no_break():
     dynamo.reset()
 
 
+def test_compiled_sparse_gradient_breaks_the_graph_only_around_the_path_scores():
+    """Inductor makes no sparse tensors: with sparse=True the path scores run eagerly (the
+    static form) inside the compiled model, the same numbers as eager."""
+    import torch._dynamo as dynamo
+
+    tree = make_tree("huffman", zipf_vocab(40))
+    layer = trained_layer(tree, d=6)
+    layer.sparse = True
+
+    def loss_of(x, t):
+        return -layer.target_log_prob(x * 2, t).mean()
+
+    x, t = torch.randn(16, 6), torch.randint(0, 40, (16,))
+    explained = dynamo.explain(loss_of)(x, t)
+    assert explained.graph_break_count >= 1
+    assert all("_eager_static" in str(r.reason) for r in explained.break_reasons)
+    dynamo.reset()
+    got = torch.compile(loss_of)(x, t)
+    got.backward()
+    got_grad = layer.weight.grad
+    assert got_grad.is_sparse
+    layer.weight.grad = None
+    want = loss_of(x, t)
+    want.backward()
+    assert torch.allclose(got, want, rtol=1e-5)
+    assert torch.allclose(got_grad.to_dense(), layer.weight.grad.to_dense(), atol=1e-6)
+    dynamo.reset()
+
+
 # -- mixed precision ------------------------------------------------------------------------------
 
 def trained_layer(tree, d=16, seed=0):
@@ -311,6 +340,16 @@ def test_top_down_log_prob_equals_the_sparse_product(name):
         assert torch.allclose(got, want, rtol=tol, atol=tol)
         assert torch.allclose(got.double().exp().sum(1), torch.ones(20, dtype=torch.float64),
                               atol=tol * 10)
+    # rows in chunks of 3 through a small workspace, then all at once through the same one
+    h, weight, _ = setup(tree, n=20, dtype=torch.float64)
+    want = paths_log_prob(h, weight, leaf_matrix(tree, dtype=torch.float64))
+    small = leaf_paths(tree)
+    small.WORKSPACE = 3 * (tree.n_words - 1)
+    with torch.no_grad():
+        assert torch.allclose(small.log_prob(h, weight), want, atol=1e-12)
+        small.WORKSPACE = 1 << 22
+        assert torch.allclose(small.log_prob(h[:7], weight), want[:7], atol=1e-12)
+        assert torch.allclose(small.log_prob(h, weight), want, atol=1e-12)
     # with autograd: the same values and the sparse product's gradients
     h, weight, _ = setup(tree, n=20)
     cot = torch.randn(20, tree.n_words, dtype=torch.float64)

@@ -17,6 +17,36 @@ paying page faults on first touch. ``PathScores`` avoids all three:
   one sparse (U x N) by dense (N x D) product; returned as a sparse gradient (``sparse=True``,
   for SGD / Adagrad / SparseAdam, which then also update only those rows) or scattered into a
   dense one (any optimizer).
+
+That bucketed form reads two numbers back to the host a batch (the lengths' ``bincount`` and
+``torch.unique``'s size), which stalls a GPU and makes torch.compile recompile or break the
+graph. So ``PathBatch.gather`` has a second, static form, with paths padded to the tree's depth
+(the padding repeats the root's row and scores 0) and nothing sized by the batch's values:
+
+* eager, any device but the CPU (``StaticPathScores``): rows gathered k levels at a time (the
+  (N, k, D) block within the (N, V) of a full softmax's logits), one bmm each; backward, the
+  input as above, the weights' dense gradient one (V-1 x N) CSR product whose N L entries
+  include the padding (row counts by ``index_add_``: ``bincount``'s size would be read back),
+  a sparse one the uncoalesced COO tensor of the N L outer products (N L D numbers);
+* CUDA: the Triton kernels of ``triton_paths`` (a program per token walking its path);
+* torch.compile: the padded form in plain operations (``compiled_scores``), which inductor
+  fuses (gather into the dot products, the weight gradient into one scatter-add): no graph
+  break, one graph per batch shape (tests/test_lm_paths.py: 100 batches of varying targets, 1
+  graph). With ``sparse=True`` (inductor makes no sparse tensors) the path scores run eagerly
+  in the static form behind ``torch.compiler.disable``: one graph break, there.
+
+CPU eager keeps the bucketed form (``BUCKETS_ON_CPU``): on the CPU a read-back costs nothing
+but the Python, and the static form does the padding's arithmetic (Huffman at V 50k: depth up
+to 19, ~12 on average over tokens). Measured, the two forms side by side in one run: see
+MEASURED below.
+
+Mixed precision: scores are added up in float32 for bfloat16 / float16 inputs (``compute_dtype``;
+autocast is off inside), gradients come back in the inputs' dtypes; the generic sparse product
+of ``paths_log_prob`` runs in float32 (the CPU's sparse CSR product has no bfloat16 kernel).
+
+The whole distribution (``log_prob``): ``LeafPaths`` walks the tree top-down a level at a
+time, O(V N), where the sparse path-matrix product (``leaf_matrix``, kept as the reference and
+for the self-organizing layer's cluster paths) costs O(V N depth).
 """
 from __future__ import annotations
 
@@ -119,9 +149,8 @@ def path_scores(h: torch.Tensor, weight: torch.Tensor, batch: PathBatch, sparse:
     """(N, L): ``h[n] . weight[batch.rows[n, l]]``, 0 past each path's end, added up in
     ``compute_dtype`` (float32 for half-precision inputs; autocast has no say)."""
     if _compiling():
-        if sparse:  # inductor makes no sparse tensors: say so rather than train another way
-            raise RuntimeError("a tree softmax with sparse=True cannot be compiled: use "
-                               "sparse=False under torch.compile")
+        if sparse:  # inductor makes no sparse tensors: the eager static form, one graph break
+            return _eager_static(h, weight, batch.rows, batch.valid)
         return compiled_scores(h, weight, batch.rows, batch.valid)
     if batch.buckets is not None:
         return PathScores.apply(h, weight, batch, sparse, workspace or Workspace())
@@ -129,6 +158,11 @@ def path_scores(h: torch.Tensor, weight: torch.Tensor, batch: PathBatch, sparse:
         from .triton_paths import triton_path_scores
         return triton_path_scores(h, weight, batch.rows, batch.valid, sparse)
     return StaticPathScores.apply(h, weight, batch.rows, batch.valid, sparse)
+
+
+@torch.compiler.disable
+def _eager_static(h, weight, rows, valid):
+    return StaticPathScores.apply(h, weight, rows, valid, True)
 
 
 def _triton_forced() -> bool:
@@ -326,10 +360,15 @@ class LeafPaths:
     """The tree laid out for ``paths_log_prob`` top-down, level by level: inner rows in
     breadth-first order (``bfs``; level d is ``starts[d]:starts[d+1]``), for each level below
     the root its rows' parents within the level above (``parent``) and branch bits (``code``),
-    and each leaf's place in [c; c - s] (``leaf``, below). Plain tensors: ``.to(device)``
-    moves it and ``copy.deepcopy`` copies it."""
+    and each leaf's place in [c; c - s] (``leaf``, below). Plain tensors on ``device``
+    (``copy.deepcopy`` copies it), and a workspace for ``log_prob`` without autograd."""
+
+    # elements of each of log_prob's three (V-1, rows) arrays (<= 96 MB of float32 held):
+    # more rows are taken in chunks (256 rows at V 20k fit in one)
+    WORKSPACE = 1 << 23
 
     def __init__(self, tree: Tree, device=None):
+        self._space = None
         V = tree.n_words
         parent = tree.parent.astype(np.int64)
         branch = tree.branch.astype(np.int64)
@@ -364,16 +403,41 @@ class LeafPaths:
         """(N, V) log P(w | h) for every word: with s the inner nodes' scores and c[r] =
         logP(r) + logsigmoid(s[r]) (the log-probability of r's 0-child), r's 1-child has
         c[r] - s[r] (logsigmoid(-s) = logsigmoid(s) - s): one level of gathers at a time,
-        O(V N) in all (the sparse product costs O(V N depth))."""
+        O(V N) in all (the sparse product costs O(V N depth)). The result is the transpose of
+        a (V, N) array (``.contiguous()`` it for ``view``)."""
         ct = compute_dtype(h.dtype, weight.dtype)
         with torch.autocast(h.device.type, enabled=False):
-            s = (weight.to(ct) @ h.to(ct).t()).index_select(0, self.bfs)  # (V-1, N), bfs order
-            ls = F.softplus(s, beta=-1)  # logsigmoid(s), in one pass (F.logsigmoid takes two)
-            if torch.is_grad_enabled() and (h.requires_grad or weight.requires_grad):
-                both = self._levels(s, ls)
+            h, weight = h.to(ct), weight.to(ct)
+            if _compiling() or (torch.is_grad_enabled()
+                                and (h.requires_grad or weight.requires_grad)):
+                s = (weight @ h.t()).index_select(0, self.bfs)  # (V-1, N), bfs order
+                both = self._levels(s, F.softplus(s, beta=-1))  # softplus(beta=-1) = logsigmoid
+                return both.index_select(0, self.leaf).t()
+            return self._log_prob_in_place(h, weight)
+
+    def _log_prob_in_place(self, h, weight):
+        # without autograd: the (V-1, rows) arrays in a workspace kept from call to call (fresh
+        # ones of ~20 MB each cost more in page faults than the arithmetic), rows in chunks
+        N, n = h.shape[0], self.n_inner
+        chunk = max(1, min(N, self.WORKSPACE // n))
+        key = (h.device, h.dtype)
+        if self._space is None or self._space[0] != key or self._space[1].numel() < 3 * n * chunk:
+            self._space = (key, h.new_empty(3 * n * chunk))
+        space = self._space[1]
+        out = h.new_empty(self.leaf.shape[0], N)
+        for a in range(0, N, chunk):
+            c = min(chunk, N - a)
+            s = space[:n * c].view(n, c)
+            both = space[n * c:3 * n * c].view(2 * n, c)
+            scores = both[n:]  # the scores in row order until the levels are written there
+            torch.mm(weight, h[a:a + c].t(), out=scores)
+            torch.index_select(scores, 0, self.bfs, out=s)
+            self._levels_in_place(s, both)
+            if c == N:
+                torch.index_select(both, 0, self.leaf, out=out)
             else:
-                both = self._levels_in_place(s, ls)
-            return both.index_select(0, self.leaf).t()
+                out[:, a:a + c] = both.index_select(0, self.leaf)
+        return out.t()
 
     def _levels(self, s, ls):
         cs, ds = [], []
@@ -387,19 +451,20 @@ class LeafPaths:
                 lp = torch.cat([c, ds[-1]]).index_select(0, self.child[d])
         return torch.cat(cs + ds)
 
-    def _levels_in_place(self, s, ls):
-        # the same without autograd: every level written into one (2 (V-1), N) array
+    def _levels_in_place(self, s, both):
+        # ``_levels`` written into ``both`` (2 (V-1), N): logsigmoid(s) first, then each level
+        # adds its parents' log-probabilities
         n = self.n_inner
-        both = s.new_empty(2 * n, s.shape[1])
+        try:
+            torch._C._nn.softplus(s, -1.0, 20.0, out=both[:n])
+        except (AttributeError, TypeError):  # pragma: no cover - a torch without it
+            both[:n] = F.softplus(s, beta=-1)
         lp = None
         for d in range(len(self.starts) - 1):
             part = slice(self.starts[d], self.starts[d + 1])
-            lower = slice(n + self.starts[d], n + self.starts[d + 1])
-            if lp is None:
-                both[part] = ls[part]
-            else:
-                torch.add(lp, ls[part], out=both[part])
-            torch.sub(both[part], s[part], out=both[lower])
+            if lp is not None:
+                both[part] += lp
+            torch.sub(both[part], s[part], out=both[n + self.starts[d]:n + self.starts[d + 1]])
             if d < len(self.child_global):
                 lp = both.index_select(0, self.child_global[d])
         return both
