@@ -193,7 +193,8 @@ def layer_benchmark(cfg, device, deadline, failures):
                     f"{row['ms']:9.2f} ms, peak {row['peak_mib'] or 0:,.0f} MiB" if "ms" in row
                     else row["error"]), flush=True)
             del layer
-    rows.sort(key=lambda r: (r["V"], PRECISIONS.index(r["precision"])))  # stable: the layers' order kept
+    # by V and precision; stable: the layers' order kept
+    rows.sort(key=lambda r: (r["V"], PRECISIONS.index(r["precision"])))
     return rows
 
 

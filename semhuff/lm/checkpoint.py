@@ -213,9 +213,9 @@ def read_checkpoint(path, map_location="cpu") -> dict:
         # weights_only=True; the format marker is checked before anything is used
         payload = torch.load(name, map_location=map_location, weights_only=False)
     except Exception as exc:  # a damaged zip / pickle: any of several error types
+        first = (str(exc).splitlines() or [""])[0][:120]
         raise ModelFileError(f"{name}: a damaged or incomplete checkpoint "
-                             f"({type(exc).__name__}: {str(exc).splitlines()[0][:120] if str(exc) else ''})"
-                             ) from None
+                             f"({type(exc).__name__}: {first})") from None
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
         what = ("a semhuff-lm model (semhuff-lm score / sample take it)"
                 if isinstance(payload, dict) and "state_dict" in payload else "another file")
