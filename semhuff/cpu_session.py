@@ -44,23 +44,35 @@ def thread_count(workers: int) -> int:
 
 @dataclass(frozen=True)
 class Plan:
-    """What every chunk of one ``train()`` call shares."""
+    """What every chunk of one ``train()`` (or scoring) call shares. Made by ``from_settings``
+    (the trainer, scoring and Dask's shards); a unit test may build one field by field."""
 
     sg: bool
     keep_thr: np.ndarray   # uint32 down-sampling thresholds by word id (all 0xFFFFFFFF: none)
     window: int
     reduce_window: bool    # word2vec's reduced window (training) or the full window (scoring)
-    alpha: float
-    min_alpha: float
-    total_words: int       # input words of the whole call, for the learning-rate decay
+    schedule: Schedule     # the learning rate over the input words of the whole call
     cbow_mean: bool = True # CBOW: mean of the contexts (word2vec) or their sum (gensim cbow_mean=0)
     counts: Optional[np.ndarray] = None  # word counts: which output rows every thread writes
     lockf: Optional[np.ndarray] = None  # float32 lock factor per word (gensim's vectors_lockf),
                                         # every input update times it; None: nothing locked
 
-    @property
-    def schedule(self) -> Schedule:
-        return Schedule(self.alpha, self.min_alpha, self.total_words)
+    @classmethod
+    def from_settings(cls, settings, keep_thr: np.ndarray, total_words: int = 1,
+                      counts: Optional[np.ndarray] = None, score: bool = False) -> "Plan":
+        """The plan of a call with ``settings`` (a ``trainer.TrainSettings``): the rate decays
+        from its ``alpha`` to ``min_alpha`` over ``total_words`` input words (at least 1);
+        ``score``: a scoring plan (the full window, no rate, no locks: the scoring kernels
+        read none). Out-of-range settings: an ``OptionError`` (``TrainSettings`` checks its
+        own; the schedule, ``total_words``)."""
+        if score:
+            return cls(sg=bool(settings.sg), keep_thr=keep_thr, window=int(settings.window),
+                       reduce_window=False, schedule=Schedule(0.0, 0.0, 1),
+                       cbow_mean=bool(settings.cbow_mean))
+        return cls(sg=bool(settings.sg), keep_thr=keep_thr, window=int(settings.window),
+                   reduce_window=bool(settings.shrink_windows),
+                   schedule=Schedule(settings.alpha, settings.min_alpha, max(1, total_words)),
+                   cbow_mean=bool(settings.cbow_mean), counts=counts, lockf=settings.lockf)
 
 
 class HotRows:
@@ -218,7 +230,7 @@ class CpuSession:
 
     def _hot_rows(self, plan: Plan) -> Optional[HotRows]:
         """Private hot rows for two or more threads, where the layer names them."""
-        n = (self.layer.hot_row_count(plan.total_words) if self.HOT_ROWS is None
+        n = (self.layer.hot_row_count(plan.schedule.total_words) if self.HOT_ROWS is None
              else self.HOT_ROWS)
         if self.concurrency < 2 or plan.counts is None or n <= 0:
             return None
@@ -312,9 +324,10 @@ class CpuSession:
             if hot is not None:
                 larg = self._thread_args(token, remap, larg)
             check_separate(syn0, weights, stats, *larg, *locks)
+            rate = plan.schedule  # the kernel takes it as three numbers
             return fn(chunk.ids, chunk.bounds, syn0, weights, larg, stats, plan.keep_thr,
-                      plan.window, plan.reduce_window, plan.alpha, plan.min_alpha, words_before,
-                      plan.total_words, np.uint64(seed), remap, remap_in, *locks)
+                      plan.window, plan.reduce_window, rate.alpha, rate.min_alpha, words_before,
+                      rate.total_words, np.uint64(seed), remap, remap_in, *locks)
         finally:
             if hot is not None:
                 hot.end(token)

@@ -329,13 +329,7 @@ class Word2Vec:
         epochs = self.epochs if epochs is None else int(epochs)
         if epochs < 1:
             raise OptionError("epochs must be >= 1")
-        settings = TrainSettings(sg=bool(self.sg), cbow_mean=bool(self.cbow_mean),
-                                 window=self.window, alpha=self.alpha,
-                                 min_alpha=self.min_alpha, epochs=epochs,
-                                 seed=self.seed + self.train_calls, chunk_words=self.chunk_words,
-                                 progress=self.progress, cache_ids=self.cache_ids,
-                                 tmp_dir=self.tmp_dir, shrink_windows=self.shrink_windows,
-                                 lockf=locks)
+        settings = TrainSettings.from_model(self, epochs, locks)
         logger.info("training %s, %s, dim %d, window %d, %s, %s on %s%s",
                     "skip-gram" if self.sg else "CBOW", self.layer.describe(), self.vector_size,
                     self.window, counted(epochs, "epoch"), counted(self.workers, "worker"),
@@ -348,7 +342,7 @@ class Word2Vec:
             saver = checkpoint_file.Checkpointer(self, checkpoint, checkpoint_every, corpus,
                                                  epochs, words_per_epoch, (retained, raw))
         if self.dask_runner is not None:
-            report = self.dask_runner.train(self, corpus, epochs, retained, saver, hooks,
+            report = self.dask_runner.train(self, corpus, settings, retained, saver, hooks,
                                             _resume)
         else:
             session = self._session()

@@ -1,12 +1,16 @@
 """The learning-rate schedule, one object for every place that needs the rate: word2vec's linear
 decay from ``alpha`` at the first input word of a ``train()`` call to ``min_alpha`` at its last
-(``total_words`` = epochs x words an epoch), never restarted per epoch. The compiled loops
-compute the same formula per sentence (``kernels.common.alpha_at``, its Numba twin; tested
-equal); the trainer's hooks, the GPU's pair generator (through the loops) and Dask's shards read
-it from here."""
+(``total_words`` = epochs x words an epoch), never restarted per epoch. A ``Plan``
+(``cpu_session.Plan.from_settings``) holds one; the compiled loops get its three numbers as
+arguments and compute the same formula per sentence (``kernels.common.alpha_at``, its Numba
+twin; tested equal); the trainer's hooks, the GPU's pair generator (through the loops) and
+Dask's shards read it from here."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+
+from .errors import OptionError
 
 
 @dataclass(frozen=True)
@@ -14,6 +18,17 @@ class Schedule:
     alpha: float
     min_alpha: float
     total_words: int
+
+    def __post_init__(self):
+        # a rate that rises, or is negative or not a number, would train silently wrong
+        if not (math.isfinite(self.alpha) and math.isfinite(self.min_alpha)
+                and 0 <= self.min_alpha <= self.alpha):
+            raise OptionError(f"the learning rate must fall from alpha >= 0 to min_alpha in "
+                              f"[0, alpha], got alpha={self.alpha!r}, "
+                              f"min_alpha={self.min_alpha!r}")
+        if not self.total_words >= 1:
+            raise OptionError(f"the learning rate decays over at least one word, got "
+                              f"total_words={self.total_words!r}")
 
     def at(self, words_done: float) -> float:
         """The rate after ``words_done`` input words of the call."""

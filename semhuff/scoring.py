@@ -34,7 +34,7 @@ import numpy as np
 from .cpu_session import Plan
 from .encode import DEFAULT_CHUNK_WORDS, encode_chunks
 from .kernels import loop
-from .trainer import prefetch, run_chunks
+from .trainer import TrainSettings, prefetch, run_chunks
 
 
 @dataclass
@@ -86,8 +86,8 @@ def score(session, sentences, index, sg: bool, window: int,
           clusters: bool = False) -> ScoreReport:
     """Score ``sentences`` with the session's threads; ``clusters``: also the cluster part of
     every prediction (a second pass with the layer's ``score_args(1)``)."""
-    plan = Plan(sg=sg, keep_thr=np.full(len(index), 0xFFFFFFFF, np.uint32), window=window,
-                reduce_window=False, alpha=0.0, min_alpha=0.0, total_words=1, cbow_mean=cbow_mean)
+    plan = Plan.from_settings(TrainSettings(sg=sg, window=window, cbow_mean=cbow_mean),
+                              np.full(len(index), 0xFFFFFFFF, np.uint32), score=True)
     report = ScoreReport(compile_seconds=session.warm_up(plan, score=True))
     started = time.perf_counter()
 

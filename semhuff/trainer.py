@@ -31,17 +31,22 @@ import numpy as np
 from . import health
 from .cpu_session import Plan
 from .encode import DEFAULT_CHUNK_WORDS, EpochSource
-from .errors import CheckpointError, TrainingDiverged
+from .errors import CheckpointError, OptionError, TrainingDiverged
 from .hooks import Hook, HookContext, HookSchedule
 from .id_cache import cache_dir, check_space, estimate_bytes
 from .kernels.common import mix_seed
+from .schedule import Schedule
 from .wording import counted
 
 logger = logging.getLogger(__name__)
 
 
-@dataclass
+@dataclass(frozen=True)
 class TrainSettings:
+    """The settings of one ``train()`` call, made from the model by ``from_model``; a ``Plan``
+    is made from them by ``Plan.from_settings`` (here, in scoring and on Dask's workers, which
+    are sent this dataclass)."""
+
     sg: bool = True
     cbow_mean: bool = True
     window: int = 5
@@ -55,6 +60,25 @@ class TrainSettings:
     tmp_dir: Optional[str] = None  # the id cache's folder (None: TMPDIR)
     shrink_windows: bool = True  # word2vec's reduced windows; False: always the full window
     lockf: Optional[np.ndarray] = None  # lock factor per word (``Plan.lockf``); None: none
+
+    def __post_init__(self):
+        # refused here, before a pass over the corpus counts its words, not when the Plan is made
+        for name in ("window", "epochs", "chunk_words"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+                raise OptionError(f"{name} must be a positive integer, got {value!r}")
+        Schedule(self.alpha, self.min_alpha, 1)  # the rate's own range (``Schedule``)
+
+    @classmethod
+    def from_model(cls, model, epochs: int, lockf: Optional[np.ndarray] = None
+                   ) -> "TrainSettings":
+        """A ``Word2Vec``'s settings for a call of ``epochs`` (its ``train_calls``-th: each
+        call draws other streams), on one machine or on Dask."""
+        return cls(sg=bool(model.sg), cbow_mean=bool(model.cbow_mean), window=model.window,
+                   alpha=model.alpha, min_alpha=model.min_alpha, epochs=int(epochs),
+                   seed=model.seed + model.train_calls, chunk_words=model.chunk_words,
+                   progress=model.progress, cache_ids=model.cache_ids, tmp_dir=model.tmp_dir,
+                   shrink_windows=model.shrink_windows, lockf=lockf)
 
 
 @dataclass
@@ -330,11 +354,7 @@ class TrainingRun:
         self.layer = session.layer
         self.retained_tokens = retained_tokens
         self.counts = np.asarray(counts)
-        self.plan = Plan(sg=s.sg, keep_thr=keep_thr, window=s.window,
-                         reduce_window=s.shrink_windows,
-                         alpha=s.alpha, min_alpha=s.min_alpha,
-                         total_words=max(1, s.epochs * retained_tokens), cbow_mean=s.cbow_mean,
-                         counts=self.counts, lockf=s.lockf)
+        self.plan = Plan.from_settings(s, keep_thr, s.epochs * retained_tokens, self.counts)
         health.warn_down_sampling(self.counts, self.keep_prob)
         # an epoch far worse than this untrained loss fails the run (semhuff.health)
         self.chance_loss = health.chance_loss(self.layer, self.counts, self.keep_prob)
@@ -366,7 +386,7 @@ class TrainingRun:
         s, session = self.settings, self.session
         session.to_host()
         return HookContext(epoch=self.epoch, epochs=s.epochs, words_done=self.words_done,
-                           total_words=self.plan.total_words,
+                           total_words=self.plan.schedule.total_words,
                            alpha=self.plan.schedule.at(self.words_done), counts=self.counts,
                            layer=self.layer, loss=stats.loss, predictions=stats.pairs,
                            recent_chunks=list(recent), keep_prob=self.keep_prob, sg=s.sg,

@@ -202,7 +202,7 @@ def _shard_ends(client, monkeypatch):
 
     def watched_submit(fn, *args, **kwargs):
         if fn is ShardTrainer:
-            totals[args[0]] = args[6]["total_words"]  # (shard, ..., settings, ...)
+            totals[args[0]] = args[6].total_words  # (shard, ..., ShardSettings, ...)
         return submit(fn, *args, **kwargs)
 
     def watched_round(*args, **kwargs):

@@ -30,6 +30,7 @@ from semhuff.devices import Plan, make_device
 from semhuff.encode import Chunk
 from semhuff.errors import DeviceError, OptionError
 from semhuff.gpu import device as gpu_device
+from semhuff.schedule import Schedule
 from semhuff.gpu.cupy_kernels import HostArrays
 from semhuff.gpu.device import CudaDevice
 from semhuff.gpu.noise import noise_matrix
@@ -75,7 +76,7 @@ def _syn0(seed=2):
 def _plan(sg, mean=True):
     # no down-sampling; the reduced windows and alpha decay come from the PAIRS loop
     return Plan(sg=sg, keep_thr=np.full(len(COUNTS), 0xFFFFFFFF, np.uint32), window=2,
-                reduce_window=True, alpha=0.2, min_alpha=0.05, total_words=len(IDS),
+                reduce_window=True, schedule=Schedule(0.2, 0.05, len(IDS)),
                 cbow_mean=mean)
 
 

@@ -12,6 +12,7 @@ from semhuff import Word2Vec
 from semhuff.devices import CpuSession, HotRows, Plan
 from semhuff.encode import EpochSource
 from semhuff.kernels.common import mix_seed
+from semhuff.schedule import Schedule
 
 
 def _corpus(n_sentences=300, length=40, vocab=60, seed=0):
@@ -31,7 +32,7 @@ def _model(loss, **options):
                               use_cache=False).epoch())
     total = sum(len(c.ids) for c in chunks)
     plan = Plan(sg=True, keep_thr=model.vocab.keep_thresholds(0), window=3, reduce_window=True,
-                alpha=0.05, min_alpha=0.001, total_words=total, counts=model.vocab.counts)
+                schedule=Schedule(0.05, 0.001, total), counts=model.vocab.counts)
     return model, chunks, plan
 
 
@@ -303,5 +304,5 @@ def test_hs_keeps_more_private_rows_for_a_long_training_call():
     layer.HOT_ROWS, layer.HOT_ROWS_LARGE = 4, 16  # of 59 inner nodes
     for words, rows in ((1000, 4), (layer.LARGE_WORDS, 16)):
         session = CpuSession(model.syn0.copy(), copy.deepcopy(layer), 2)
-        session.warm_up(Plan(**{**plan.__dict__, "total_words": words}))
+        session.warm_up(Plan(**{**plan.__dict__, "schedule": Schedule(0.05, 0.001, words)}))
         assert len(session.hot.rows) == rows

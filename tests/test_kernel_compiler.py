@@ -14,6 +14,7 @@ from semhuff import Word2Vec
 from semhuff.devices import CpuSession, Plan, check_separate
 from semhuff.encode import EpochSource
 from semhuff.kernels.common import MAX_EXP, log_sigmoid_clipped
+from semhuff.schedule import Schedule
 from semhuff.kernels.compiler import KernelCompiler, prefetch_row, stack_row
 
 
@@ -86,7 +87,7 @@ def test_training_refuses_a_layer_whose_arrays_overlap(monkeypatch):
     model.build_vocab(sentences)
     chunk = next(iter(EpochSource(sentences, model.vocab.index, use_cache=False).epoch()))
     plan = Plan(sg=True, keep_thr=model.vocab.keep_thresholds(0), window=2, reduce_window=True,
-                alpha=0.025, min_alpha=0.0001, total_words=len(chunk.ids))
+                schedule=Schedule(0.025, 0.0001, len(chunk.ids)))
     session = CpuSession(model.syn0, model.layer, 1)
     points, codes, _ = model.layer.kernel_args()
     monkeypatch.setattr(model.layer, "kernel_args", lambda: (points, codes, model.syn0[0]))

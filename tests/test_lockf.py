@@ -17,6 +17,7 @@ from semhuff.encode import EpochSource
 from semhuff.errors import OptionError
 from semhuff.hooks import Hook
 from semhuff.kernels.common import mix_seed
+from semhuff.schedule import Schedule
 
 
 def _corpus(n_sentences=200, length=30, vocab=50, seed=0):
@@ -114,7 +115,7 @@ def test_the_factor_follows_the_word_to_its_private_copy(sg):
     lockf[[0, 40]] = 0.0
     lockf[[1, 2]] = 0.5
     plan = Plan(sg=sg, keep_thr=model.vocab.keep_thresholds(0), window=3, reduce_window=True,
-                alpha=0.05, min_alpha=0.001, total_words=sum(len(c.ids) for c in chunks),
+                schedule=Schedule(0.05, 0.001, sum(len(c.ids) for c in chunks)),
                 counts=model.vocab.counts, lockf=lockf)
     hot = _session_run(model, plan, chunks, hot_inputs=6)
     plain = _session_run(model, plan, chunks, hot_inputs=0)

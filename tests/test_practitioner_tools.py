@@ -281,6 +281,7 @@ def _zipf_sentences(n_sentences=300, length=40, vocab=60, seed=0):
 def _two_thread_setup():
     from semhuff.devices import Plan
     from semhuff.encode import EpochSource
+    from semhuff.schedule import Schedule
     sentences = _zipf_sentences()
     model = Word2Vec(vector_size=16, window=3, min_count=1, sample=0, seed=3, workers=2,
                      progress=False)
@@ -288,7 +289,7 @@ def _two_thread_setup():
     chunks = list(EpochSource(sentences, model.vocab.index, chunk_words=2000,
                               use_cache=False).epoch())
     plan = Plan(sg=True, keep_thr=model.vocab.keep_thresholds(0), window=3, reduce_window=True,
-                alpha=0.05, min_alpha=0.001, total_words=sum(len(c.ids) for c in chunks),
+                schedule=Schedule(0.05, 0.001, sum(len(c.ids) for c in chunks)),
                 counts=model.vocab.counts)
     return model, chunks, plan
 

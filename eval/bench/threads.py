@@ -46,6 +46,7 @@ from semhuff.corpus import Corpus
 from semhuff.devices import CpuSession, Plan
 from semhuff.encode import EpochSource
 from semhuff.kernels.common import mix_seed
+from semhuff.schedule import Schedule
 
 from .train import (SETTINGS, add_corpus_options, layer_settings, parse_bench_args, quality,
                           write_prefix)
@@ -103,7 +104,7 @@ def run(path, loss, hs_order, repeats, hot_rows, share, hot_inputs=None):
     raw = sum(c.raw_tokens for c in chunks)
     total = sum(len(c.ids) for c in chunks)
     plan = Plan(sg=True, keep_thr=model.vocab.keep_thresholds(1e-3), window=5, reduce_window=True,
-                alpha=0.025, min_alpha=0.0001, total_words=total, counts=model.vocab.counts)
+                schedule=Schedule(0.025, 0.0001, total), counts=model.vocab.counts)
     CpuSession(model.syn0, model.layer, 1).warm_up(plan)
     times = {way: [] for way in WAYS}
     for _ in range(repeats):

@@ -27,8 +27,8 @@ import numpy as np
 
 from ..corpus import Corpus, is_url
 from ..errors import CheckpointError, OptionError, SemhuffError, TrainingDiverged
-from ..trainer import ChunkStats, EpochStats, TrainReport
-from .rounds import COMBINES, RowWeights, ShardTrainer, check_layer, combine
+from ..trainer import ChunkStats, EpochStats, TrainReport, TrainSettings
+from .rounds import COMBINES, RowWeights, ShardSettings, ShardTrainer, check_layer, combine
 from .splits import corpus_files, plan_splits
 from .vocab import count_shards, count_vocab
 
@@ -181,7 +181,7 @@ class DaskRunner:
                     sum(raw), sum(kept))
         return max(1, sum(kept)), max(1, sum(raw))
 
-    def train(self, model, corpus, epochs: int, words_per_epoch, checkpoint, hooks,
+    def train(self, model, corpus, settings: TrainSettings, words_per_epoch, checkpoint, hooks,
               start=None) -> TrainReport:
         """``Word2Vec.train`` on the cluster; the cluster of ``local:N`` stops at the end."""
         if hooks or model.hooks:
@@ -193,7 +193,7 @@ class DaskRunner:
         try:
             files = _files(corpus)
             counted = self.shards.get(tuple(files))
-            return train(model, corpus, epochs, runtime, self.spec, words_per_epoch,
+            return train(model, corpus, settings, runtime, self.spec, words_per_epoch,
                          checkpoint, start, None if counted is None else (files, *counted))
         finally:
             self.close()
@@ -215,12 +215,14 @@ def _files(sentences) -> List[str]:
                       "(on a file system every worker sees) or fsspec URLs, not sentences")
 
 
-def train(model, sentences, epochs: int, runtime: Runtime, spec: DaskTraining,
+def train(model, sentences, settings: TrainSettings, runtime: Runtime, spec: DaskTraining,
           words_per_epoch: Optional[int] = None, checkpoint=None,
           start: Optional[dict] = None, counted=None) -> TrainReport:
     """Train ``model`` (vocabulary and layer ready) on the cluster; its weights are replaced by
-    the combined ones. ``checkpoint`` (a ``Checkpointer``) is offered the position after every
-    round; ``start``: such a position, to continue from; ``counted``: the map-reduce's
+    the combined ones. ``settings``: the call's (``TrainSettings.from_model``), sent to every
+    worker with its shard's share (``ShardSettings``). ``checkpoint`` (a ``Checkpointer``) is
+    offered the position after every round; ``start``: such a position, to continue from;
+    ``counted``: the map-reduce's
     ``(files, shards, tokens per shard)`` (``DaskRunner.shards``): each shard's share of the
     words; without it, of the bytes."""
     check_layer(model.layer, model.vocab.counts)
@@ -242,12 +244,6 @@ def train(model, sentences, epochs: int, runtime: Runtime, spec: DaskTraining,
     vocab = model.vocab
     retained = vocab.retained_tokens if words_per_epoch is None else int(words_per_epoch)
     share = _shares(shards, shard_tokens)
-    settings = {"sg": bool(model.sg), "cbow_mean": bool(model.cbow_mean), "window": model.window,
-                "alpha": model.alpha, "min_alpha": model.min_alpha, "epochs": int(epochs),
-                "seed": model.seed + model.train_calls, "chunk_words": model.chunk_words,
-                "cache_ids": model.cache_ids, "tmp_dir": model.tmp_dir,
-                "max_sentence_length": model.max_sentence_length,
-                "shrink_windows": model.shrink_windows}
     if start is not None:
         report = TrainReport.from_dict(start["report"])
         dask_report = DaskReport(len(workers), [], [RoundStats(**r) for r in start["rounds"]])
@@ -255,7 +251,7 @@ def train(model, sentences, epochs: int, runtime: Runtime, spec: DaskTraining,
     else:
         report, dask_report = TrainReport(), DaskReport(len(workers), [])
         places = {i: {"next": [0, 0], "words_done": 0,
-                      "total": max(1, round(retained * share[i])) * int(epochs)}
+                      "total": max(1, round(retained * share[i])) * settings.epochs}
                   for i, shard in enumerate(shards) if shard}
     seconds_before = report.seconds
     setup_started = time.perf_counter()
@@ -270,7 +266,7 @@ def train(model, sentences, epochs: int, runtime: Runtime, spec: DaskTraining,
             actors[i] = runtime.client.submit(
                 ShardTrainer, i, shards[i], vocab.words, model.layer, model.syn0.shape,
                 vocab.keep_thresholds(model.sample),
-                {**settings, "threads": threads, "total_words": place["total"]},
+                ShardSettings(settings, threads, place["total"], model.max_sentence_length),
                 tuple(place["next"]), place["words_done"],
                 actor=True, workers=[addr], allow_other_workers=False, pure=False).result()
         # starting the workers' sessions (loading the kernels) is not training, as on one machine

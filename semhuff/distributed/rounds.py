@@ -36,6 +36,7 @@ from __future__ import annotations
 import logging
 import math
 import time
+from dataclasses import dataclass
 from typing import Dict, List, Optional
 
 import numpy as np
@@ -46,7 +47,7 @@ from ..encode import EpochSource
 from ..errors import OptionError, TrainingDiverged
 from ..id_cache import cache_dir, check_space, estimate_bytes
 from ..kernels.common import mix_seed
-from ..trainer import Job, prefetch, run_chunks
+from ..trainer import Job, TrainSettings, prefetch, run_chunks
 from .splits import SplitCorpus
 
 logger = logging.getLogger(__name__)
@@ -64,30 +65,39 @@ def check_layer(layer, counts) -> None:
                           f"sampling, a layer defining row_updates), not {layer.describe()}")
 
 
+@dataclass(frozen=True)
+class ShardSettings:
+    """What a Dask worker is sent to train its shard with: the call's ``TrainSettings`` (as on
+    one machine) and what is its own."""
+
+    train: TrainSettings
+    threads: int
+    total_words: int          # its shard's input words x epochs: its rate decays over these
+    max_sentence_length: int  # of the corpus its splits are read as
+
+
 class ShardTrainer:
     """A Dask actor: one worker's shard, its session and its place in the shard's epochs."""
 
     def __init__(self, shard: int, splits, words: List[str], layer, syn0_shape, keep_thr,
-                 settings: Dict, start=(0, 0), words_done: int = 0):
-        s = self.settings = settings
+                 settings: ShardSettings, start=(0, 0), words_done: int = 0):
+        self.settings = settings
+        s = settings.train
         self.shard = shard
         self.index = {w: i for i, w in enumerate(words)}
         self.layer = layer
         self.syn0 = np.zeros(syn0_shape, dtype=np.float32)
         # a worker trains on its CPU, through the same session interface as one machine
-        self.session = make_device("cpu").open(self.syn0, layer, s["threads"])
-        self.plan = Plan(sg=s["sg"], keep_thr=keep_thr, window=s["window"],
-                         reduce_window=s.get("shrink_windows", True),
-                         alpha=s["alpha"], min_alpha=s["min_alpha"],
-                         total_words=max(1, s["total_words"]), cbow_mean=s["cbow_mean"])
-        use_cache = s["cache_ids"] and s["epochs"] > 1
+        self.session = make_device("cpu").open(self.syn0, layer, settings.threads)
+        self.plan = Plan.from_settings(s, keep_thr, settings.total_words)
+        use_cache = s.cache_ids and s.epochs > 1
         if use_cache:
-            check_space(cache_dir(s["tmp_dir"]),
-                        estimate_bytes(s["total_words"] // s["epochs"], s["chunk_words"]))
-        self.source = EpochSource(SplitCorpus(splits, s["max_sentence_length"]), self.index,
-                                  s["chunk_words"], use_cache=use_cache, cache_dir=s["tmp_dir"])
+            check_space(cache_dir(s.tmp_dir),
+                        estimate_bytes(settings.total_words // s.epochs, s.chunk_words))
+        self.source = EpochSource(SplitCorpus(splits, settings.max_sentence_length), self.index,
+                                  s.chunk_words, use_cache=use_cache, cache_dir=s.tmp_dir)
         # shard 0 draws one machine's streams: one worker, one thread is one machine's run
-        self.seed = s["seed"] if shard == 0 else int(mix_seed(s["seed"], 1_000_003, shard) >> 1)
+        self.seed = s.seed if shard == 0 else int(mix_seed(s.seed, 1_000_003, shard) >> 1)
         self.start = tuple(start)  # (epoch, chunk) to continue from (a checkpoint's)
         self.stream = self._stream()
         self._pending = None
@@ -98,7 +108,7 @@ class ShardTrainer:
     def _stream(self):
         """(epoch, chunk number, chunk) from ``start`` on; the chunks before it are only read
         (to fill the id cache) when a later pass needs them."""
-        for epoch in range(self.settings["epochs"]):
+        for epoch in range(self.settings.train.epochs):
             cache = self.source.cache
             if epoch < self.start[0] and (cache is None or cache.complete):
                 continue

@@ -65,8 +65,9 @@ class PairSource:
         buffers = self._buffers(plan.sg, len(ids), window)
         _, n, trained = self.kernel(plan.sg)(
             ids, bounds, self._dummy_syn0, self._dummy_weights, buffers, loop.no_stats(),
-            plan.keep_thr, window, plan.reduce_window, plan.alpha, plan.min_alpha,
-            words_before, plan.total_words, np.uint64(seed), loop.NO_HOT, loop.NO_HOT)
+            plan.keep_thr, window, plan.reduce_window, plan.schedule.alpha,
+            plan.schedule.min_alpha, words_before, plan.schedule.total_words, np.uint64(seed),
+            loop.NO_HOT, loop.NO_HOT)
         if plan.sg:
             inputs, targets, rates = buffers
             return Pairs(True, n, inputs[:n], None, targets[:n], rates[:n], trained)
