@@ -9,7 +9,8 @@ one program per token walks its path, so nothing is padded in the arithmetic, no
   sparse, the uncoalesced COO tensor of ``paths.static_row_gradient``.
 
 Used automatically by ``path_scores`` for CUDA tensors when Triton is installed (not under
-torch.compile, which has its own form, and not for float64). Tested on the CPU under
+torch.compile, which has its own form, and not for float64; ``SEMHUFF_TRITON=0`` turns them
+off: the static torch form runs instead). Tested on the CPU under
 ``TRITON_INTERPRET=1`` against the torch path (``FORCE`` makes ``path_scores`` take it for CPU
 tensors; tests/test_lm_paths.py). Not yet timed on a GPU.
 """
@@ -29,7 +30,7 @@ FORCE = False  # take the kernels for CPU tensors too (TRITON_INTERPRET=1 only: 
 
 
 def available(allow_cpu: bool = False) -> bool:
-    if triton is None:
+    if triton is None or os.environ.get("SEMHUFF_TRITON") == "0":  # an escape hatch
         return False
     if allow_cpu or FORCE:
         return os.environ.get("TRITON_INTERPRET") == "1"
