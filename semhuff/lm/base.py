@@ -1,8 +1,12 @@
 """What every language-model output layer shares: ``torch.nn.AdaptiveLogSoftmaxWithLoss``'s
-interface, so that swapping layers is a one-line change for the model using them.
+interface, with the loss options of ``torch.nn.CrossEntropyLoss``, so that swapping layers is
+a one-line change for the model using them.
 
 * ``forward(input, target)`` -> ``LayerOutput(output, loss)``: ``output`` the log-probability
-  of each target (the target's shape), ``loss`` their mean negative log-likelihood (nats);
+  of each target (the target's shape; 0 where the target is ``ignore_index``), ``loss`` the
+  negative log-likelihood (nats) reduced as ``reduction`` says: ``"mean"`` over the targets
+  that are not ignored (NaN if all are, as ``CrossEntropyLoss``), ``"sum"``, or ``"none"``
+  (per token, the target's shape, 0 at ignored targets);
 * ``log_prob(input)`` -> ``(N, V)``: the whole log-distribution, exact;
 * ``predict(input)`` -> ``(N,)``: the most probable word;
 * ``after_step(optimizer=None)``: called after each optimizer step; a layer that re-organizes
@@ -10,7 +14,12 @@ interface, so that swapping layers is a one-line change for the model using them
 * ``describe()``: one line for logs.
 
 ``input`` may have leading dimensions (e.g. ``(batch, time, D)``) with ``target`` of the same
-leading shape; they are flattened, and ``output`` takes the target's shape back.
+leading shape; they are flattened, and ``output`` takes the target's shape back. Targets are
+integer word ids (float or bool targets are an error, not truncated); the range check runs on
+the device (``torch._assert_async``), so a steady-state step reads nothing back to the host.
+
+Precision: log-probabilities and losses are float32 when the weights or the input are
+bfloat16 / float16 (or under ``torch.autocast``), float64 for float64.
 """
 from __future__ import annotations
 
@@ -24,6 +33,25 @@ from ..errors import OptionError
 
 LayerOutput = namedtuple("LayerOutput", ["output", "loss"])  # torch's _ASMoutput, same fields
 
+REDUCTIONS = ("mean", "sum", "none")
+LOW_PRECISION = (torch.float16, torch.bfloat16)
+
+
+def accumulate_dtype(*dtypes: torch.dtype) -> torch.dtype:
+    """The dtype to add up log-probabilities in: float32 for half types, else the widest."""
+    wide = [d for d in dtypes if d not in LOW_PRECISION]
+    if not wide:
+        return torch.float32
+    return torch.float64 if torch.float64 in wide else wide[0]
+
+
+def check_loss_options(ignore_index, reduction) -> Tuple[int, str]:
+    if isinstance(ignore_index, bool) or not isinstance(ignore_index, int):
+        raise OptionError(f"ignore_index must be an integer, got {ignore_index!r}")
+    if reduction not in REDUCTIONS:
+        raise OptionError(f"reduction must be one of {', '.join(REDUCTIONS)}, got {reduction!r}")
+    return int(ignore_index), reduction
+
 
 def flatten(layer: nn.Module, input: torch.Tensor, target: Optional[torch.Tensor] = None
             ) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
@@ -34,26 +62,64 @@ def flatten(layer: nn.Module, input: torch.Tensor, target: Optional[torch.Tensor
     flat = input.reshape(-1, layer.in_features)
     if target is None:
         return flat, None
+    if not torch.is_tensor(target):
+        raise OptionError(f"target must be a tensor of word ids, got {type(target).__name__}")
+    if target.dtype == torch.bool or target.dtype.is_floating_point or target.dtype.is_complex:
+        # long() would silently truncate 1.7 to word 1, or read True as word 1
+        raise OptionError(f"targets must be integer word ids, got a {target.dtype} tensor")
     if target.shape != input.shape[:-1]:
         raise OptionError(f"target's shape {tuple(target.shape)} must be input's without its "
                           f"last dimension, {tuple(input.shape[:-1])}")
     return flat, target.reshape(-1).long()
 
 
+def prepare_targets(layer: nn.Module, target: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+    """(targets with the ignored ones replaced by word 0, the (N,) mask of those kept). The
+    range check runs on the device: ``_assert_async`` raises at once on the CPU (turned into an
+    OptionError here) and as a device-side assert elsewhere; nothing is read back."""
+    keep = target != layer.ignore_index
+    safe = torch.where(keep, target, 0)
+    if safe.numel():
+        message = f"targets must be word ids in 0..{layer.n_classes - 1} or ignore_index"
+        try:
+            torch._assert_async(((safe >= 0) & (safe < layer.n_classes)).all(), message)
+        except RuntimeError:
+            raise OptionError(message) from None
+    return safe, keep
+
+
+def finish(output: torch.Tensor, keep: torch.Tensor, shape, reduction: str) -> LayerOutput:
+    """``LayerOutput`` from the per-token log-probabilities of the (N,) targets: 0 at ignored
+    targets, the loss reduced as asked."""
+    output = torch.where(keep, output, 0)
+    if reduction == "none":
+        loss = -output
+    elif reduction == "sum":
+        loss = -output.sum()
+    else:  # the mean over the kept targets, without reading their number back
+        loss = -output.sum() / keep.sum()
+    output = output.reshape(shape)
+    return LayerOutput(output, loss.reshape(shape) if reduction == "none" else loss)
+
+
 class LMOutputLayer(nn.Module):
-    """Base of the layers here: subclasses give ``target_log_prob(h, target)`` ((N, D), (N,) ->
-    (N,)) and ``full_log_prob(h)`` ((N, D) -> (N, V)); ``forward``, ``log_prob`` and
-    ``predict`` follow."""
+    """Base of the layers here: subclasses give ``target_log_prob(h, target, keep)`` ((N, D),
+    (N,), (N,) bool: the targets to learn from -> (N,)) and ``full_log_prob(h)`` ((N, D) ->
+    (N, V)), and set ``ignore_index`` and ``reduction`` (``set_loss``); ``forward``,
+    ``log_prob`` and ``predict`` follow."""
 
     in_features: int
     n_classes: int
+    ignore_index: int = -100
+    reduction: str = "mean"
+
+    def set_loss(self, ignore_index: int = -100, reduction: str = "mean") -> None:
+        self.ignore_index, self.reduction = check_loss_options(ignore_index, reduction)
 
     def forward(self, input: torch.Tensor, target: torch.Tensor) -> LayerOutput:
         h, t = flatten(self, input, target)
-        if t.numel() and (int(t.min()) < 0 or int(t.max()) >= self.n_classes):
-            raise OptionError(f"targets must be word ids in 0..{self.n_classes - 1}")
-        output = self.target_log_prob(h, t)
-        return LayerOutput(output.reshape(target.shape), -output.mean())
+        t, keep = prepare_targets(self, t)
+        return finish(self.target_log_prob(h, t, keep), keep, target.shape, self.reduction)
 
     def log_prob(self, input: torch.Tensor) -> torch.Tensor:
         h, _ = flatten(self, input)
@@ -71,15 +137,33 @@ class LMOutputLayer(nn.Module):
         perplexities of the held-out report); None for a layer without."""
         return None
 
+    def sparse_parameters(self) -> list:
+        """The parameters whose gradient is sparse (``sparse=True``); see
+        ``optim_state.check_optimizer``."""
+        return []
+
     def describe(self) -> str:  # pragma: no cover - every layer overrides it
         return type(self).__name__
 
     # subclass API
-    def target_log_prob(self, h: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    def target_log_prob(self, h: torch.Tensor, target: torch.Tensor,
+                        keep: Optional[torch.Tensor] = None) -> torch.Tensor:
         raise NotImplementedError
 
     def full_log_prob(self, h: torch.Tensor) -> torch.Tensor:
         raise NotImplementedError
+
+
+class Cache(dict):
+    """Values derived from the layer's state (e.g. sparse path matrices), rebuilt on demand: a
+    copy of the layer starts with an empty one (``copy.deepcopy`` cannot copy sparse CSR
+    tensors), and pickling leaves it out."""
+
+    def __deepcopy__(self, memo):
+        return Cache()
+
+    def __reduce__(self):
+        return (Cache, ())
 
 
 def check_sizes(in_features, n_classes, least: int = 2) -> Tuple[int, int]:
@@ -87,3 +171,37 @@ def check_sizes(in_features, n_classes, least: int = 2) -> Tuple[int, int]:
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
             raise OptionError(f"{name} must be an integer >= {low}, got {value!r}")
     return int(in_features), int(n_classes)
+
+
+class SparseRows(nn.Embedding):
+    """Holds a layer's row weight (``layer.rows.weight``, shown as ``layer.<name>``) so that
+    ``DistributedDataParallel`` knows its gradient is sparse when ``sparse=True``: DDP expects
+    a sparse gradient only from the parameters of an ``nn.Embedding`` (or ``EmbeddingBag``)
+    with ``sparse=True``, and fails on any other ("Cannot access storage of
+    SparseTensorImpl"). Never called: the layer computes with ``weight`` itself. The
+    ``state_dict`` key stays the layer's own name (``rename_in_state_dict``)."""
+
+    def __init__(self, weight: torch.Tensor, sparse: bool):
+        super().__init__(weight.shape[0], weight.shape[1], sparse=bool(sparse), _weight=weight,
+                         device=weight.device, dtype=weight.dtype)
+
+    def forward(self, *args):  # pragma: no cover - a holder, not a layer
+        raise RuntimeError("SparseRows holds a weight; it is not called")
+
+
+def rename_in_state_dict(module: nn.Module, inner: str, outer: str) -> None:
+    """Save ``module``'s parameter ``inner`` (e.g. "rows.weight") under the key ``outer``
+    (e.g. "weight") and load it from there, so that the files of layers that held it directly
+    load, and are written, alike."""
+
+    def save(module, state_dict, prefix, local_metadata):
+        if prefix + inner in state_dict:
+            state_dict[prefix + outer] = state_dict.pop(prefix + inner)
+        return state_dict
+
+    def load(state_dict, prefix, *args):
+        if prefix + outer in state_dict and prefix + inner not in state_dict:
+            state_dict[prefix + inner] = state_dict.pop(prefix + outer)
+
+    module._register_state_dict_hook(save)
+    module._register_load_state_dict_pre_hook(load)

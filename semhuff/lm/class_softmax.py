@@ -23,6 +23,15 @@ runs over clusters (~sqrt V), never over words or tokens.
 
 Cluster vectors belong to cluster ids and word vectors to words: a change of clusters
 (``set_clusters``, the self-organizing layer) moves no weight, only membership.
+
+The loop needs the batch's clusters and their token counts on the host: the layer's one
+read-back a batch (one ``tolist``; on an accelerator one wait). Removing it would mean
+padding every token to the largest cluster (the memory above) or a grouped matrix product of
+sizes known only on the device.
+
+Precision: log-softmaxes in float32 for half-precision weights or under autocast
+(``accumulate_dtype``); the in-cluster products run in the word weight's dtype with autocast
+off.
 """
 from __future__ import annotations
 
@@ -36,18 +45,21 @@ from torch import nn
 
 from ..errors import OptionError
 from ..trees.clusters import cluster_members
-from .base import LMOutputLayer, check_sizes
+from .base import LMOutputLayer, SparseRows, accumulate_dtype, check_sizes, rename_in_state_dict
 from .paths import Workspace
 
 
 class TwoLevelSoftmax(LMOutputLayer):
     """Two-level softmax over the clusters ``cluster_of`` (word id -> cluster id in
     0..n_clusters-1; ``n_clusters`` defaults to ``max + 1``). ``sparse``: the word vectors'
-    gradient is sparse (the rows of the clusters in the batch)."""
+    gradient is sparse (the rows of the clusters in the batch). ``ignore_index``,
+    ``reduction``: as ``torch.nn.CrossEntropyLoss``'s (``semhuff.lm.base``)."""
 
     def __init__(self, in_features: int, cluster_of, n_clusters: Optional[int] = None,
-                 projection: bool = False, sparse: bool = False, device=None, dtype=None):
+                 projection: bool = False, sparse: bool = False, device=None, dtype=None,
+                 ignore_index: int = -100, reduction: str = "mean"):
         super().__init__()
+        self.set_loss(ignore_index, reduction)
         cluster_of = np.asarray(cluster_of)
         if cluster_of.ndim != 1 or cluster_of.size < 2:
             raise OptionError("cluster_of must list the cluster of every word (2 words or more)")
@@ -61,7 +73,9 @@ class TwoLevelSoftmax(LMOutputLayer):
         self.sparse = bool(sparse)
         kw = dict(device=device, dtype=dtype)
         self.cluster_weight = nn.Parameter(torch.empty(self.n_clusters, self.in_features, **kw))
-        self.word_weight = nn.Parameter(torch.empty(self.n_classes, self.in_features, **kw))
+        # held by an nn.Embedding so that DDP takes its sparse gradient (``SparseRows``)
+        self.words = SparseRows(torch.empty(self.n_classes, self.in_features, **kw), self.sparse)
+        rename_in_state_dict(self, "words.weight", "word_weight")
         if self.projection:
             self.cluster_projection = nn.Linear(self.in_features, self.in_features, **kw)
             self.word_projection = nn.Linear(self.in_features, self.in_features, **kw)
@@ -76,6 +90,11 @@ class TwoLevelSoftmax(LMOutputLayer):
         bound = 1.0 / math.sqrt(self.in_features)
         nn.init.uniform_(self.cluster_weight, -bound, bound)
         nn.init.uniform_(self.word_weight, -bound, bound)
+
+    @property
+    def word_weight(self) -> nn.Parameter:
+        """(V, D): the word vectors."""
+        return self.words.weight
 
     # -- the clusters ------------------------------------------------------------------------------
     def set_clusters(self, cluster_of) -> None:
@@ -115,6 +134,7 @@ class TwoLevelSoftmax(LMOutputLayer):
         """log P(c | h) from the cluster logits. A cluster without words (possible after a
         re-assignment, or in a given clustering) gets none of the mass: its logit is masked,
         so that the words' probabilities sum to 1."""
+        logits = logits.to(accumulate_dtype(logits.dtype))
         return torch.log_softmax(logits.masked_fill(self.empty, -math.inf), dim=1)
 
     def cluster_log_prob(self, h, target):
@@ -126,10 +146,12 @@ class TwoLevelSoftmax(LMOutputLayer):
         logits = hc @ self.cluster_weight.t()
         clusters = self.cluster_log_softmax(logits)
         own = clusters.gather(1, self.cluster_of[target].unsqueeze(1)).squeeze(1)
-        within = InClusterLogProb.apply(hw, self.word_weight, target, self, self.sparse)
+        with torch.autocast(hw.device.type, enabled=False):
+            within = InClusterLogProb.apply(hw.to(self.word_weight.dtype), self.word_weight,
+                                            target, self, self.sparse)
         return logits, own, within
 
-    def target_log_prob(self, h, target):
+    def target_log_prob(self, h, target, keep=None):
         _, own, within = self.parts(h, target)
         return own + within
 
@@ -137,8 +159,12 @@ class TwoLevelSoftmax(LMOutputLayer):
         hc, hw = self._project(h)
         clusters = self.cluster_log_softmax(hc @ self.cluster_weight.t())
         logits = hw @ self.word_weight.t()
+        logits = logits.to(accumulate_dtype(logits.dtype))
         return clusters[:, self.cluster_of] + segment_log_softmax(logits, self.cluster_of,
                                                                   self.n_clusters)
+
+    def sparse_parameters(self) -> list:
+        return [self.word_weight] if self.sparse else []
 
     def describe(self) -> str:
         sizes = np.bincount(self.cluster_of.cpu().numpy(), minlength=self.n_clusters)
@@ -173,19 +199,20 @@ class InClusterLogProb(torch.autograd.Function):
         cluster = layer.cluster_of[target]
         order = torch.argsort(cluster, stable=True)
         present, n_tokens = torch.unique_consecutive(cluster[order], return_counts=True)
-        present, n_tokens = present.tolist(), n_tokens.tolist()  # the batch's one sync
+        present, n_tokens = torch.stack([present, n_tokens]).tolist()  # the batch's one sync
         starts = layer.starts
         words = torch.cat([layer.members[starts[c]:starts[c + 1]] for c in present])
         rows = torch.index_select(word_weight, 0, words,
                                   out=layer._workspace.take(words.numel(), word_weight))
         h_sorted = hw[order]
         at = layer.slot[target[order]]
-        out_sorted = hw.new_empty(target.shape[0])
+        acc = accumulate_dtype(hw.dtype)  # log-softmaxes of half-precision products in float32
+        out_sorted = hw.new_empty(target.shape[0], dtype=acc)
         probs = []
         t0 = r0 = 0
         for c, n in zip(present, n_tokens):
             m = starts[c + 1] - starts[c]
-            logp = torch.log_softmax(h_sorted[t0:t0 + n] @ rows[r0:r0 + m].t(), dim=1)
+            logp = torch.log_softmax((h_sorted[t0:t0 + n] @ rows[r0:r0 + m].t()).to(acc), dim=1)
             out_sorted[t0:t0 + n] = logp.gather(1, at[t0:t0 + n].unsqueeze(1)).squeeze(1)
             probs.append(logp.exp_())
             t0, r0 = t0 + n, r0 + m
@@ -209,6 +236,7 @@ class InClusterLogProb(torch.autograd.Function):
             g = grad_sorted[t0:t0 + n].unsqueeze(1)
             dlogits = prob * -g  # d log_softmax[at] / d logits = onehot(at) - softmax
             dlogits.scatter_add_(1, at[t0:t0 + n].unsqueeze(1), g)
+            dlogits = dlogits.to(rows.dtype)
             torch.mm(dlogits, rows[r0:r0 + m], out=grad_h_sorted[t0:t0 + n])
             if grad_rows is not None:
                 torch.mm(dlogits.t(), h_sorted[t0:t0 + n], out=grad_rows[r0:r0 + m])

@@ -34,12 +34,22 @@ path (``paths.path_matrix``; the Numba kernel walks ``top_part`` node by node fo
 numbers). Measured at V = 50k, 2,560 tokens a batch, 512 rows: the layer, statistic and
 diagnostics included, takes 1-5 ms a batch more than the Huffman tree softmax
 (eval/bench/lm_layers.py).
+
+In a training loop: the statistic is updated under ``torch.no_grad`` from detached values
+(it holds no autograd history, so memory stays flat) and without reading anything back to the
+host; targets equal to ``ignore_index`` add nothing to it. Under DDP (or any data-parallel
+run with ``torch.distributed`` initialised) ``reassign`` first makes the statistic the same on
+every rank (``reduce_statistic``: q averaged, the diagnostics' sums added), so that every rank
+re-assigns identically; set ``reduce_across_ranks = False`` to turn that off. Wrap with
+``DistributedDataParallel(..., broadcast_buffers=False)``: broadcasting buffers each forward
+would replace every rank's statistic by rank 0's.
 """
 from __future__ import annotations
 
 import logging
 import math
 import time
+import warnings
 from typing import Optional
 
 import numpy as np
@@ -48,7 +58,7 @@ import torch
 from ..errors import OptionError
 from ..trees.clusters import cluster_tree
 from ..trees.organizer import SelfOrganizer, remap_rows, split_keys
-from .base import LMOutputLayer, check_sizes
+from .base import LOW_PRECISION, Cache, LMOutputLayer, accumulate_dtype, check_sizes
 from .class_softmax import TwoLevelSoftmax
 from .optim_state import remap_optimizer_state
 from .paths import path_matrix, paths_log_prob
@@ -68,7 +78,10 @@ class SelfOrganizingSoftmax(LMOutputLayer):
     the budget a cluster); ``smoothing``, ``criterion``, ``margin``, ``cluster_init``: as
     ``SelfOrganizer`` (docs/self_organized.md); ``projection``: the two-level form's ReLU
     projections (eq. 1); ``statistic_rows``: binary form, rows of each batch whose full
-    cluster distribution feeds q; ``sparse``: sparse gradient of the word / node rows."""
+    cluster distribution feeds q; ``sparse``: sparse gradient of the word / node rows;
+    ``ignore_index``, ``reduction``: as ``torch.nn.CrossEntropyLoss``'s."""
+
+    reduce_across_ranks = True  # reassign() averages the statistic over torch.distributed ranks
 
     def __init__(self, in_features: int, counts, n_clusters: Optional[int] = None,
                  form: str = "two-level", reassign_every: int = 1000, gamma: float = 1.5,
@@ -76,8 +89,9 @@ class SelfOrganizingSoftmax(LMOutputLayer):
                  margin: float = 0.0, cluster_init: str = "random",
                  freeze_after: Optional[int] = None, projection: bool = False,
                  statistic_rows: Optional[int] = 512, sparse: bool = False, seed: int = 1,
-                 device=None, dtype=None):
+                 device=None, dtype=None, ignore_index: int = -100, reduction: str = "mean"):
         super().__init__()
+        self.set_loss(ignore_index, reduction)
         counts = np.asarray(counts, np.int64)
         if counts.ndim != 1 or np.any(counts[:-1] < counts[1:]) or np.any(counts < 0):
             raise OptionError("counts must be the words' counts in descending order (a Vocab's)")
@@ -107,7 +121,11 @@ class SelfOrganizingSoftmax(LMOutputLayer):
         # the diagnostics' sums since the last re-assignment: cluster nll, in-cluster nll, tokens
         self.register_buffer("sums", torch.zeros(3, dtype=torch.float64, device=device),
                              persistent=False)
-        self.steps = self.tokens = self.reassignments = 0
+        # tokens learnt from since the last re-assignment, counted on the device (no read-back)
+        self.register_buffer("pending_tokens", torch.zeros((), dtype=torch.int64, device=device),
+                             persistent=False)
+        self.steps = self.reassignments = 0
+        self._tokens_done = 0
         self._lam_for = None  # (tokens a step) lam was set for
         if form == "two-level":
             self.body = TwoLevelSoftmax(in_features, o.cluster_of, o.n_clusters, projection, sparse,
@@ -118,7 +136,28 @@ class SelfOrganizingSoftmax(LMOutputLayer):
             self.body = TreeSoftmax(in_features, tree, sparse, device=device, dtype=dtype)
             self.register_buffer("cluster_depth", torch.as_tensor(depth.astype(np.int64),
                                                                   device=device))
-        self._cluster_paths = None
+        self._cache = Cache()  # the binary form's cluster path matrix, by (device, dtype)
+
+    @property
+    def tokens(self) -> int:
+        """Training tokens the statistic has seen (reads the device's count)."""
+        return self._tokens_done + int(self.pending_tokens)
+
+    @tokens.setter
+    def tokens(self, value: int) -> None:
+        self._tokens_done = int(value)
+        self.pending_tokens.zero_()
+
+    def _apply(self, fn, *args, **kwargs):
+        # .half() / .bfloat16() cast the weights, not the statistic: q and lam stay float32 (an
+        # average of log-probabilities over thousands of tokens), the sums float64
+        super()._apply(fn, *args, **kwargs)
+        for name in ("q", "lam"):
+            if getattr(self, name).dtype in LOW_PRECISION:
+                setattr(self, name, getattr(self, name).float())
+        if self.sums.dtype != torch.float64:
+            self.sums = self.sums.double()
+        return self
 
     @property
     def n_clusters(self) -> int:
@@ -134,7 +173,9 @@ class SelfOrganizingSoftmax(LMOutputLayer):
         return self.training and (self.freeze_after is None or self.steps < self.freeze_after)
 
     # -- forward ----------------------------------------------------------------------------------
-    def target_log_prob(self, h, target):
+    def target_log_prob(self, h, target, keep=None):
+        if keep is None:
+            keep = torch.ones_like(target, dtype=torch.bool)
         if self.form == "two-level":
             logits, own, within = self.body.parts(h, target)
             output = own + within
@@ -144,18 +185,22 @@ class SelfOrganizingSoftmax(LMOutputLayer):
                 # P(c | h), which gives empty clusters nothing, by one constant over c, so the
                 # ranking Algorithm 1 reads is the same, and an empty cluster keeps a finite q
                 # with which it can win words back
-                clusters = torch.log_softmax(logits.detach(), dim=1)
-                self._learn(target, clusters * LOG2E, None, own.detach(), output.detach())
+                with torch.no_grad():
+                    clusters = torch.log_softmax(logits.detach().to(own.dtype), dim=1)
+                    self._learn(target, clusters * LOG2E, None, own.detach(), output.detach(),
+                                keep, keep)
             return output
         nodes, batch = self.body.path_log_probs(h, target)
         output = nodes.sum(dim=1)
         if self.learning:
-            in_cluster_part = torch.arange(nodes.shape[1], device=nodes.device) \
-                < self.cluster_depth[target].unsqueeze(1)
-            own = torch.where(in_cluster_part, nodes.detach(), 0).sum(dim=1)
-            rows = self._sample_rows(h.shape[0], h.device)
-            clusters, used = self.cluster_log_probs(h.detach()[rows])
-            self._learn(target[rows], clusters * LOG2E, used, own, output.detach())
+            with torch.no_grad():
+                in_cluster_part = torch.arange(nodes.shape[1], device=nodes.device) \
+                    < self.cluster_depth[target].unsqueeze(1)
+                own = torch.where(in_cluster_part, nodes.detach(), 0).sum(dim=1)
+                rows = self._sample_rows(h.shape[0], h.device)
+                clusters, used = self.cluster_log_probs(h.detach()[rows])
+                self._learn(target[rows], clusters * LOG2E, used, own, output.detach(), keep,
+                            keep[rows])
         return output
 
     def full_log_prob(self, h):
@@ -163,11 +208,18 @@ class SelfOrganizingSoftmax(LMOutputLayer):
 
     def cluster_log_probs(self, h: torch.Tensor):
         """Binary form: (N, C) log P(c | h) for every cluster in the tree (0 for the others) and
-        the (C,) mask of those clusters, from the C_used - 1 nodes of the tree's cluster part."""
-        if self._cluster_paths is None or self._cluster_paths[0].dtype != h.dtype:
-            self._cluster_paths = self._cluster_matrix(h.device, h.dtype)
-        matrix, used = self._cluster_paths
-        return paths_log_prob(h, self.body.weight, matrix), used
+        the (C,) mask of those clusters, from the C_used - 1 nodes of the tree's cluster part;
+        in ``accumulate_dtype``, autocast off (the sparse product has no half-precision kernel
+        on the CPU)."""
+        acc = accumulate_dtype(h.dtype, self.body.weight.dtype)
+        key = ("clusters", h.device, acc)
+        if key not in self._cache:
+            self._cache.clear()
+            self._cache[key] = self._cluster_matrix(h.device, acc)
+        matrix, used = self._cache[key]
+        inner = self.body.weight[:matrix.shape[1] // 2]  # cast only the rows it uses
+        with torch.autocast(h.device.type, enabled=False):
+            return paths_log_prob(h.to(acc), inner.to(acc), matrix), used
 
     def _cluster_matrix(self, device, dtype):
         """``path_matrix`` of the paths from the root down to each cluster's subtree: those of
@@ -192,32 +244,43 @@ class SelfOrganizingSoftmax(LMOutputLayer):
         return torch.randperm(n, generator=g)[:self.statistic_rows].sort().values.to(device)
 
     # -- the statistic -----------------------------------------------------------------------------
-    def _learn(self, words, log2_clusters, used, own, output) -> None:
-        """q <- lam q + (1 - lam) log2 P(c | h) for each (word, its context) in batch order;
-        sums for the diagnostics."""
+    @torch.no_grad()
+    def _learn(self, words, log2_clusters, used, own, output, keep, keep_words) -> None:
+        """q <- lam q + (1 - lam) log2 P(c | h) for each (word, its context) in batch order,
+        the tokens ``keep_words`` leaves out skipped; sums for the diagnostics over ``keep``.
+        Shapes do not depend on the data (no ``unique``): nothing is read back to the host."""
         n_tokens = output.shape[0]
         self._set_lam(n_tokens)
+        own, output = torch.where(keep, own, 0), torch.where(keep, output, 0)
         self.sums += torch.stack([-own.sum(), -(output - own).sum(),
-                                  own.new_tensor(n_tokens)]).to(self.sums.dtype)
-        self.tokens += n_tokens
+                                  keep.sum().to(own.dtype)]).to(self.sums.dtype)
+        self.pending_tokens += keep.sum()
         if words.numel() == 0:
             return
-        order = torch.argsort(words, stable=True)
-        words = words[order]
+        V = self.n_classes
+        key = torch.where(keep_words, words, V)  # the skipped tokens sort last, as "word V"
+        order = torch.argsort(key, stable=True)
+        key = key[order]
         x = log2_clusters[order].to(self.q.dtype)
-        unique, counts = torch.unique_consecutive(words, return_counts=True)
-        first = torch.cumsum(counts, 0) - counts
-        group = torch.repeat_interleave(torch.arange(unique.numel(), device=words.device), counts)
-        later = torch.repeat_interleave(counts, counts) - 1 - (
-            torch.arange(words.numel(), device=words.device) - first[group])  # occurrences after
+        counts = torch.zeros(V + 1, dtype=torch.int64, device=words.device).index_add_(
+            0, key, torch.ones_like(key))  # occurrences of each word in the batch
+        first = torch.cumsum(counts, 0) - counts  # where each word's run starts in key
+        place = torch.arange(key.numel(), device=words.device) - first[key]
+        later = counts[key] - 1 - place  # occurrences after this one
+        kept = key < V
+        words = key.clamp(max=V - 1)
         lam = self.lam[words].to(self.q.dtype)
         weight = (1 - lam) * lam.pow(later)
-        decay = self.lam[unique].to(self.q.dtype).pow(counts).unsqueeze(1)
+        # lam^k once per word (at its first occurrence), 1 elsewhere: the product is lam^k
+        decay = torch.where(kept & (place == 0), lam.pow(counts[key]), 1.0).unsqueeze(1)
+        decay = decay.expand(-1, self.q.shape[1])
         if used is not None:  # clusters outside the tree get no sample: leave their q alone
             decay = torch.where(used, decay, 1.0)
             x = torch.where(used, x, 0.0)
-        self.q[unique] *= decay
-        self.q.index_add_(0, words, weight.unsqueeze(1) * x)
+        with warnings.catch_warnings():  # "index_reduce() is in beta": not the user's concern
+            warnings.simplefilter("ignore", UserWarning)
+            self.q.index_reduce_(0, words, decay.contiguous(), "prod")
+        self.q.index_add_(0, words, torch.where(kept.unsqueeze(1), weight.unsqueeze(1) * x, 0))
 
     def _set_lam(self, tokens_per_step: int) -> None:
         """lam per word (eq. 10, the organizer's reading ``smoothing``) for batches of this many
@@ -247,6 +310,8 @@ class SelfOrganizingSoftmax(LMOutputLayer):
         """Algorithm 1 on the current q now; returns the diagnostics (also kept in
         ``organizer.history``)."""
         started = time.perf_counter()
+        if self.reduce_across_ranks:
+            self.reduce_statistic()
         o = self.organizer
         o.q[:] = self.q.detach().cpu().numpy().astype(np.float32)
         counts = self.counts.cpu().numpy()
@@ -271,6 +336,34 @@ class SelfOrganizingSoftmax(LMOutputLayer):
                     f"; cluster perplexity {row['cluster_ppl']:.1f}, in-cluster "
                     f"{row['in_cluster_ppl']:.1f}" if "cluster_ppl" in row else "")
         return row
+
+    def statistic_tensors(self) -> dict:
+        """The statistic a data-parallel run must share before re-assigning, by how the ranks'
+        values combine: ``{"mean": [q], "sum": [the diagnostics' sums, the token count]}``."""
+        return {"mean": [self.q], "sum": [self.sums, self.pending_tokens]}
+
+    @torch.no_grad()
+    def reduce_statistic(self, all_reduce=None, world_size: Optional[int] = None) -> bool:
+        """Make the statistic identical on every rank: q the ranks' mean (each rank smoothed
+        its own batches), the sums and token counts their totals. ``all_reduce(tensor)`` sums a
+        tensor in place over the ranks; default ``torch.distributed.all_reduce`` when a process
+        group of more than one rank is initialised (``world_size`` then defaults to its size).
+        Returns whether anything was reduced. ``reassign`` calls it first (unless
+        ``reduce_across_ranks`` is False), so every rank of a DDP run re-assigns alike."""
+        if all_reduce is None:
+            import torch.distributed as dist
+            if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() < 2:
+                return False
+            all_reduce, world_size = dist.all_reduce, world_size or dist.get_world_size()
+        if world_size is None or world_size < 1:
+            raise OptionError("reduce_statistic with a given all_reduce needs world_size >= 1")
+        parts = self.statistic_tensors()
+        for tensor in parts["mean"]:
+            all_reduce(tensor)
+            tensor.div_(world_size)
+        for tensor in parts["sum"]:
+            all_reduce(tensor)
+        return True
 
     def _reassign_binary(self, counts, optimizer) -> dict:
         """New clusters, their tree, and the rows that carry over (``remap_rows``: a node that
@@ -299,7 +392,7 @@ class SelfOrganizingSoftmax(LMOutputLayer):
         remap_optimizer_state(optimizer, weight, source, sign)
         self.body.set_tree(tree)
         self.cluster_depth.copy_(torch.as_tensor(depth.astype(np.int64)))
-        self._cluster_paths = None
+        self._cache.clear()
         info["rows_kept"] = kept / max(self.n_classes - 1, 1)
         return info
 
@@ -318,7 +411,7 @@ class SelfOrganizingSoftmax(LMOutputLayer):
         o = self.organizer
         o.cluster_of = self.cluster_of.cpu().numpy().astype(np.int32)
         o.q = self.q.detach().cpu().numpy().astype(np.float32)
-        self._cluster_paths = None
+        self._cache.clear()
         self._lam_for = None
         self.sums.zero_()
 
@@ -330,6 +423,9 @@ class SelfOrganizingSoftmax(LMOutputLayer):
         top = torch.arange(nodes.shape[1], device=nodes.device) < \
             self.cluster_depth[target].unsqueeze(1)
         return torch.where(top, nodes, 0).sum(dim=1)
+
+    def sparse_parameters(self) -> list:
+        return self.body.sparse_parameters()
 
     def describe(self) -> str:
         frozen = f", frozen after {self.freeze_after:,} steps" if self.freeze_after else ""

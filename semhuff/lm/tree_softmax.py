@@ -5,10 +5,13 @@ where it is 1, s = h . W[row] (row i of ``weight`` is inner node V + i, ``Tree.p
 rows): exactly the Numba layers' convention, so a Word2Vec model's ``layer.weights`` loads as
 ``weight`` and scores the same. Training touches ~depth rows a token (``paths.PathScores``);
 ``log_prob`` gives the whole distribution exactly (all inner nodes scored once).
+
+Precision: under ``torch.autocast`` the path scores are computed with autocast off, in the
+weight's dtype (float32 for float32 weights: the dot products of a few rows a token are
+memory-bound, half precision would gain little and lose the sums' precision); the
+log-probabilities are added up in float32 for half-precision weights (``accumulate_dtype``).
 """
 from __future__ import annotations
-
-from typing import Optional
 
 import numpy as np
 import torch
@@ -17,8 +20,9 @@ from torch import nn
 
 from ..errors import OptionError, TreeError
 from ..trees.base import Tree
-from .base import LMOutputLayer, check_sizes
-from .paths import PathBatch, Workspace, leaf_matrix, path_buffers, path_scores, paths_log_prob
+from .base import (Cache, LMOutputLayer, SparseRows, accumulate_dtype, check_sizes,
+                   rename_in_state_dict)
+from .paths import PathBatch, Workspace, leaf_paths, path_buffers, path_scores, paths_log_prob
 
 
 class TreeSoftmax(LMOutputLayer):
@@ -28,23 +32,33 @@ class TreeSoftmax(LMOutputLayer):
     SGD, Adagrad or SparseAdam; they then update only those rows), else dense. The weights
     start at zero, as word2vec's output layer: every word then has probability 2^-depth.
     ``state_dict`` holds the tree (``tree_parent``, ``tree_branch``), so a layer of the same
-    vocabulary size loads any tree with it."""
+    vocabulary size loads any tree with it. ``ignore_index``, ``reduction``: as
+    ``torch.nn.CrossEntropyLoss``'s (``semhuff.lm.base``)."""
 
     def __init__(self, in_features: int, tree: Tree, sparse: bool = False, device=None,
-                 dtype=None):
+                 dtype=None, ignore_index: int = -100, reduction: str = "mean"):
         super().__init__()
         if not isinstance(tree, Tree):
             raise OptionError(f"tree must be a semhuff.trees.base.Tree, got {type(tree).__name__}")
         self.in_features, self.n_classes = check_sizes(in_features, tree.n_words)
+        self.set_loss(ignore_index, reduction)
         self.sparse = bool(sparse)
-        self.weight = nn.Parameter(torch.zeros(tree.n_words - 1, self.in_features,
-                                               device=device, dtype=dtype))
+        # held by an nn.Embedding so that DDP takes its sparse gradient (``SparseRows``)
+        self.rows = SparseRows(torch.zeros(tree.n_words - 1, self.in_features, device=device,
+                                           dtype=dtype), self.sparse)
+        rename_in_state_dict(self, "rows.weight", "weight")
         self.register_buffer("tree_parent", torch.empty(2 * tree.n_words - 1, dtype=torch.int64,
                                                         device=device))
         self.register_buffer("tree_branch", torch.empty(2 * tree.n_words - 1, dtype=torch.int8,
                                                         device=device))
         self._workspace = Workspace()
+        self._cache = Cache()  # the leaf matrix of log_prob, by (device, dtype)
         self.set_tree(tree)
+
+    @property
+    def weight(self) -> nn.Parameter:
+        """(V - 1, D): row i is inner node V + i."""
+        return self.rows.weight
 
     # -- the tree --------------------------------------------------------------------------------
     def set_tree(self, tree: Tree) -> None:
@@ -65,7 +79,7 @@ class TreeSoftmax(LMOutputLayer):
         self.register_buffer("points", points, persistent=False)
         self.register_buffer("signs", signs, persistent=False)
         self.register_buffer("lengths", lengths, persistent=False)
-        self._leaf_matrix: Optional[torch.Tensor] = None
+        self._cache.clear()
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
@@ -85,17 +99,29 @@ class TreeSoftmax(LMOutputLayer):
         """(N, L) log-probability of each node on each target's path (0 past the end) and the
         batch's paths."""
         batch = PathBatch.gather(self.points, self.signs, self.lengths, target)
-        scores = path_scores(h, self.weight, batch, self.sparse, self._workspace)
-        return torch.where(batch.valid, F.logsigmoid(scores * batch.signs), 0), batch
+        with torch.autocast(h.device.type, enabled=False):
+            scores = path_scores(h.to(self.weight.dtype), self.weight, batch, self.sparse,
+                                 self._workspace)
+        scores = scores.to(accumulate_dtype(scores.dtype))
+        return torch.where(batch.valid, F.logsigmoid(scores * batch.signs.to(scores.dtype)),
+                           0), batch
 
-    def target_log_prob(self, h, target):
+    def target_log_prob(self, h, target, keep=None):
         return self.path_log_probs(h, target)[0].sum(dim=1)
 
     def full_log_prob(self, h):
-        key = (self.weight.device, self.weight.dtype)
-        if self._leaf_matrix is None or (self._leaf_matrix.device, self._leaf_matrix.dtype) != key:
-            self._leaf_matrix = leaf_matrix(self.tree, *key)
-        return paths_log_prob(h, self.weight, self._leaf_matrix)
+        """Every word's log-probability, in ``accumulate_dtype`` (autocast off: the sparse
+        product has no half-precision kernel on the CPU)."""
+        acc = accumulate_dtype(h.dtype, self.weight.dtype)
+        key = ("leaves", self.weight.device, acc)
+        if key not in self._cache:
+            self._cache.clear()
+            self._cache[key] = leaf_paths(self.tree, self.weight.device)
+        with torch.autocast(h.device.type, enabled=False):
+            return paths_log_prob(h.to(acc), self.weight.to(acc), self._cache[key])
+
+    def sparse_parameters(self) -> list:
+        return [self.weight] if self.sparse else []
 
     def describe(self) -> str:
         mean = float(self.tree.lengths.mean())
