@@ -214,6 +214,19 @@ def test_compiled_tree_softmax_equals_eager_with_few_graphs_and_no_break():
     dynamo.reset()
 
 
+def test_compiled_log_prob_equals_eager_without_a_graph_break():
+    import torch._dynamo as dynamo
+
+    layer = trained_layer(TREES["semhuff"], d=6)
+    h = torch.randn(9, 6)
+    want = layer.log_prob(h)  # builds the layer's LeafPaths (numpy, once) outside the graph
+    explained = dynamo.explain(layer.log_prob)(h)
+    assert explained.graph_break_count == 0, explained.break_reasons
+    dynamo.reset()
+    assert torch.allclose(torch.compile(layer.log_prob)(h), want, rtol=1e-5, atol=1e-5)
+    dynamo.reset()
+
+
 def test_compiled_sparse_gradient_breaks_the_graph_only_around_the_path_scores():
     """Inductor makes no sparse tensors: with sparse=True the path scores run eagerly (the
     static form) inside the compiled model, the same numbers as eager."""

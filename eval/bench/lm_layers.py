@@ -26,8 +26,14 @@ reference, the plain autograd form ``NaiveTreeSoftmax``: what the custom forward
 of ``semhuff.lm.paths`` gain over it); the
 class softmax over frequency-binned clusters; the self-organized softmax, two-level and binary
 (the statistic included; a re-assignment, every 1,000 steps, timed apart and shown amortised).
+Also: the tree softmax's static form (paths padded to the tree's depth, nothing read back to
+the host: the form off the CPU), the adaptive and tree softmax under
+``torch.autocast(bfloat16)`` with a bfloat16 input, and under ``torch.compile(layer)``
+(``--modes`` picks among these); per layer the full ``log_prob`` of ``--log-prob-rows`` rows,
+and the tree's former sparse-product ``log_prob`` for reference.
 Prints ms and tokens/s and the ratios to the full and the adaptive softmax (the issue's
-targets: tree softmax forward + backward >= 20x the full softmax and >= 2x the adaptive one).
+targets: tree softmax forward + backward >= 20x the full softmax and >= 2x the adaptive one;
+issue 34: the tree's full log_prob <= 2x the adaptive softmax's).
 """
 from __future__ import annotations
 
