@@ -410,6 +410,20 @@ for name, tree in TREES.items():
         for a, b in zip(want, got):
             err = float((a - b).abs().max())
             assert err <= 1e-5 * max(1.0, float(a.abs().max())), (name, sparse, err)
+# bfloat16 inputs: both add up in float32, so they agree to float32's rounding
+tree = TREES["huffman"]
+h, weight, target = setup(tree, n=37, d=20, dtype=torch.float32, seed=5)
+h, weight = h.bfloat16(), weight.bfloat16()
+want = scores_and_grads(tree, h, weight, target, bucketed=False, sparse=False)
+triton_paths.FORCE = True
+try:
+    got = scores_and_grads(tree, h, weight, target, bucketed=False, sparse=False)
+finally:
+    triton_paths.FORCE = False
+assert got[0].dtype == torch.float32 and got[3].dtype == torch.bfloat16
+for a, b in zip(want, got):
+    assert torch.allclose(a.float(), b.float(), rtol=1e-2, atol=1e-2), "bfloat16"
+assert torch.allclose(want[0], got[0], rtol=1e-5, atol=1e-5)
 print("ok")
 """
 
