@@ -6,7 +6,7 @@ one program per token walks its path, so nothing is padded in the arithmetic, no
 * backward, input: dL/dh[n] = sum_l g[n, l] W[rows[n, l]], per token, in float32;
 * backward, weights: dense, g[n, l] h[n] atomically added into a float32 (V-1, D) array (the
   order of the additions varies from run to run: equal to ~1e-7 relative, not bit for bit);
-  sparse, the uncoalesced COO tensor of ``paths.static_row_gradient``.
+  sparse, the uncoalesced COO tensor of ``path_gradients.static_row_gradient``.
 
 Used automatically by ``path_scores`` for CUDA tensors when Triton is installed (not under
 torch.compile, which has its own form, and not for float64; ``SEMHUFF_TRITON=0`` turns them
@@ -19,6 +19,8 @@ from __future__ import annotations
 import os
 
 import torch
+
+from .path_gradients import static_row_gradient
 
 try:
     import triton
@@ -114,7 +116,6 @@ class TritonPathScores(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad):
-        from .paths import static_row_gradient
         h, weight, rows, valid = ctx.saved_tensors
         N, L = rows.shape
         D = h.shape[1]
