@@ -152,8 +152,9 @@ def optimizer_problem(optimizer: torch.optim.Optimizer, sparse, dense) -> Option
         return (f"{name} does not take sparse gradients ({len(sparse)} of its parameters get "
                 f"them): use {SPARSE_ALTERNATIVES}")
     if type(optimizer) in (torch.optim.SGD, torch.optim.Adagrad):
+        ids = {id(p) for p in sparse}
         if any(g.get("weight_decay", 0) for g in optimizer.param_groups
-               if any(id(p) in {id(q) for q in sparse} for p in g["params"])):
+               if any(id(p) in ids for p in g["params"])):
             return (f"{name} with weight_decay does not take sparse gradients ({len(sparse)} of "
                     f"its parameters get them): use weight_decay=0 for them (a second parameter "
                     f"group), or the layer with sparse=False")
