@@ -15,19 +15,33 @@ from typing import List, Optional
 
 from semhuff.errors import OptionError
 from semhuff.io_utils import check_writable
+from semhuff.options import add_option_flags, parse_assignments
+from semhuff.trees.spec import check_tree_spec
 
-from .common import cli_main, console_script
+from .common import HelpFormatter, add_plugin_option, cli_main, console_script
 from .train import resolve_corpus
 
 PROG = "semhuff-lm"
-OUTPUTS = ("full", "adaptive", "tree", "class", "self-organized", "self-organized-binary")
+
+
+def _registries():
+    """(LM_LAYERS, their options by name, LM_NETWORKS, theirs), or None without PyTorch."""
+    try:
+        from semhuff.lm.networks import LM_NETWORKS, declared_lm_network_options
+        from semhuff.lm.output import LM_LAYERS, declared_lm_layer_options
+    except ImportError:
+        return None
+    return LM_LAYERS, declared_lm_layer_options(), LM_NETWORKS, declared_lm_network_options()
 
 
 def build_parser() -> argparse.ArgumentParser:
+    registries = _registries()
+    layers, declared, networks, network_declared = registries or ({}, {}, {}, {})
     p = argparse.ArgumentParser(prog=PROG, description="Train an LSTM language model whose output "
                                 "layer is a tree softmax (any semhuff tree), a class softmax, a "
                                 "self-organized softmax, PyTorch's adaptive softmax or a full "
-                                "softmax; report held-out perplexity and speed.")
+                                "softmax; report held-out perplexity and speed.",
+                                formatter_class=HelpFormatter)
     p.add_argument("corpus", nargs="+", help="text file(s) or directory; 'lee' = gensim's lee_background.cor")
     g = p.add_argument_group("data")
     g.add_argument("--heldout", nargs="+", metavar="FILE", help="held-out text to score")
@@ -41,29 +55,25 @@ def build_parser() -> argparse.ArgumentParser:
                         "counted on them)")
     g.add_argument("--heldout-tokens", type=int, metavar="N", help="score the first N held-out tokens only")
     g = p.add_argument_group("output layer")
-    g.add_argument("--output", choices=OUTPUTS, default="tree",
+    g.add_argument("--output", choices=sorted(layers) if registries else None, default="tree",
                    help="tree: hierarchical softmax over --tree; class: two-level over "
                         "--clustering; self-organized(-binary): clusters re-learned every "
                         "--reassign-every steps (Shen et al.); adaptive: PyTorch's "
-                        "AdaptiveLogSoftmaxWithLoss; full: the full softmax (default: tree)")
-    g.add_argument("--tree", default="huffman",
-                   help="--output tree: huffman, semhuff, random, alphabetical, clusters "
-                        "(default: huffman)")
-    g.add_argument("--similarity", help="--tree semhuff: wordnet, a pairs file or a vectors file")
-    g.add_argument("--clusters", type=int, help="clusters (default: round(sqrt V))")
-    g.add_argument("--clustering", choices=("frequency", "random"),
-                   help="--output class: frequency binning (Mikolov et al. 2011) or random")
-    g.add_argument("--reassign-every", type=int, metavar="STEPS",
-                   help="self-organized: steps between re-assignments (the paper: 1000)")
+                        "AdaptiveLogSoftmaxWithLoss; full: the full softmax; or one a --plugin "
+                        "registered (default: tree)")
+    layer_group = g = p.add_argument_group("output layer options (each names the --output "
+                                           "values that take it; any other is an error)")
     g.add_argument("--layer-option", action="append", default=[], metavar="NAME=VALUE",
-                   help="another option of the output layer (e.g. gamma=1.5, freq_budget=0.1, "
-                        "sparse=false); repeatable")
+                   help="any option the chosen --output declares, e.g. a --plugin layer's "
+                        "(repeatable)")
     g = p.add_argument_group("model and training (the paper's defaults where they fit)")
     g.add_argument("--emb", type=int, default=256, help="embedding size (default 256)")
     g.add_argument("--hidden", type=int, default=256, help="recurrent layer's size (default 256)")
-    g.add_argument("--cell", choices=("lstm", "gru"), default="lstm",
-                   help="recurrent cell: lstm (the self-organized HSM paper) or gru (the p-tHSM "
-                        "poster)")
+    g.add_argument("--arch", "--cell", dest="cell",
+                   choices=sorted(networks) if registries else None, default="lstm",
+                   help="the network: lstm (the self-organized HSM paper), gru (the p-tHSM "
+                        "poster), transformer, or one a --plugin registered")
+    arch_group = g
     g.add_argument("--dropout", type=float, default=0.0, help="dropout on the LSTM's output")
     g.add_argument("--batch-size", type=int, default=32, help="rows read in parallel (default 32)")
     g.add_argument("--bptt", type=int, default=20, help="truncated back-propagation steps (default 20)")
@@ -72,53 +82,61 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--clip", type=float, default=0.25, help="gradient norm clip (default 0.25)")
     g.add_argument("--threads", type=int, help="PyTorch's threads (default: its own)")
     g.add_argument("--seed", type=int, default=1)
+    add_plugin_option(p)
     g = p.add_argument_group("output")
     g.add_argument("-o", "--output-model", metavar="PATH", help="save the trained model (.pt)")
     g.add_argument("--report", metavar="PATH", help="write the run's report as JSON")
     g.add_argument("--no-progress", action="store_true", help="no progress bar")
     g.add_argument("-q", "--quiet", action="count", default=0, help="no summary")
     g.add_argument("-v", "--verbose", action="count", default=0, help="log each step")
+    # one flag per declared layer option, after semhuff-lm's own: an option whose flag is one
+    # of those (a plugin's --seed, say) is reached by --layer-option only
+    taken = set(p._option_string_actions)
+    flags = [option for option, _ in declared.values()
+             if option.cli and option.cli_flag not in taken]
+    add_option_flags(layer_group, flags, {name: ", ".join(users) for name, (_, users) in
+                                          declared.items()}, selector="--output")
+    taken = set(p._option_string_actions)
+    arch_flags = [option for option, _ in network_declared.values()
+                  if option.cli and option.cli_flag not in taken]
+    add_option_flags(arch_group, arch_flags, {name: ", ".join(users) for name, (_, users) in
+                                              network_declared.items()}, selector="--arch")
+    p.set_defaults(layer_flags=tuple(option.name for option in flags),
+                   network_flags=tuple(option.name for option in arch_flags))
     return p
 
 
-def _value(text: str):
-    """A --layer-option value: an int, a float, true/false, or the text."""
-    lowered = text.strip().lower()
-    if lowered in ("true", "false"):
-        return lowered == "true"
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            pass
-    return text
+def layer_settings(args) -> dict:
+    """The output-layer options the command line gave (flags and ``--layer-option``), each one
+    the chosen ``--output`` declares; any other is an error naming its flag."""
+    from semhuff.lm.output import declared_lm_layer_options, layer_options, lm_layer_class
+    declared = layer_options(lm_layer_class(args.output))
+    takes = {o.name for o in declared}
+    table = declared_lm_layer_options()
+    flagged = {name: getattr(args, name) for name in args.layer_flags
+               if hasattr(args, name)}  # (absent unless given)
+    unused = [table[name][0].cli_flag for name in flagged if name not in takes]
+    if unused:
+        accepted = ", ".join(sorted(o.cli_flag for o in declared if o.cli)) or "no options"
+        raise OptionError(f"{', '.join(unused)}: not used by --output {args.output} (it takes: "
+                          f"{accepted})")
+    return {**flagged, **parse_assignments(args.layer_option, declared, f"--output {args.output}")}
 
 
-def layer_options(args) -> dict:
-    options = {}
-    for pair in args.layer_option:
-        name, sep, text = pair.partition("=")
-        if not sep or not name.strip():
-            raise OptionError(f"--layer-option needs NAME=VALUE, got {pair!r}")
-        options[name.strip().replace("-", "_")] = _value(text)
-    if args.reassign_every is not None:
-        options["reassign_every"] = args.reassign_every
-    return options
-
-
-def _check_layer_options(output: str, tree: str, options: dict) -> None:
-    """Refuse an option the output layer (or its tree builder) does not take before any data
-    is read."""
-    from semhuff.lm.output import LAYER_OPTIONS
-    from semhuff.trees import TREE_OPTIONS
-    takes = set(LAYER_OPTIONS[output]) | ({"reassign_every"} if output.startswith("self") else
-                                          set())
-    if output == "tree":
-        takes |= {o.name for o in TREE_OPTIONS.get(tree, ()) if o.cli}
-    unknown = sorted(set(options) - takes)
-    if unknown:
-        raise OptionError(f"--layer-option {', '.join(unknown)}: not used by --output {output} "
-                          f"(it takes: {', '.join(sorted(takes)) or 'none'})")
+def network_settings(args) -> dict:
+    """The network options the command line gave, each one the chosen ``--arch`` declares."""
+    from semhuff.lm.networks import declared_lm_network_options, lm_network_class, \
+        network_options
+    declared = network_options(lm_network_class(args.cell))
+    takes = {o.name for o in declared}
+    table = declared_lm_network_options()
+    given = [name for name in args.network_flags if hasattr(args, name)]
+    unused = [table[name][0].cli_flag for name in given if name not in takes]
+    if unused:
+        accepted = ", ".join(sorted(o.cli_flag for o in declared if o.cli)) or "no options"
+        raise OptionError(f"{', '.join(unused)}: not used by --arch {args.cell} (it takes: "
+                          f"{accepted})")
+    return {name: getattr(args, name) for name in given}
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -135,24 +153,15 @@ def _run(args) -> int:
     for path in (args.output_model, args.report):
         if path:
             check_writable(path)
-    settings = LMSettings(output=args.output, tree=args.tree, similarity=args.similarity,
-                          clusters=args.clusters, clustering=args.clustering or "frequency",
-                          layer_options=layer_options(args), emb=args.emb, hidden=args.hidden,
-                          cell=args.cell, dropout=args.dropout, batch_size=args.batch_size, bptt=args.bptt,
-                          epochs=args.epochs, lr=args.lr, clip=args.clip, threads=args.threads,
-                          seed=args.seed, progress=not args.no_progress and args.quiet == 0)
-    unused = [flag for flag, given, uses in (
-        ("--tree", args.tree != "huffman", args.output == "tree"),
-        ("--similarity", args.similarity is not None, args.output == "tree"),
-        ("--clustering", args.clustering is not None, args.output == "class"),
-        ("--reassign-every", args.reassign_every is not None, args.output.startswith("self")),
-        ("--clusters", args.clusters is not None,
-         args.output in ("class", "self-organized", "self-organized-binary")
-         or args.tree == "clusters")) if given and not uses]
-    if unused:
-        raise OptionError(f"{', '.join(unused)}: not used by --output {args.output}")
+    layer = layer_settings(args)
+    check_tree_spec(layer.get("tree"))  # a builder's name or a file, before any data is read
+    settings = LMSettings(output=args.output, layer_options=layer, emb=args.emb,
+                          hidden=args.hidden, cell=args.cell,
+                          network_options=network_settings(args), dropout=args.dropout,
+                          batch_size=args.batch_size, bptt=args.bptt, epochs=args.epochs,
+                          lr=args.lr, clip=args.clip, threads=args.threads, seed=args.seed,
+                          progress=not args.no_progress and args.quiet == 0)
     settings.check()
-    _check_layer_options(args.output, args.tree, settings.layer_options)
     data = load_data(resolve_corpus(args.corpus),
                      resolve_corpus(args.heldout) if args.heldout else None,
                      args.heldout_chars, args.min_count, args.max_vocab, args.train_tokens,

@@ -44,6 +44,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..errors import OptionError
+from ..options import Option
+from .output import CLUSTERS, LOSS_OPTIONS, SPARSE, boolean, clusters_of
 from ..trees.clusters import cluster_members
 from .base import LMOutputLayer, SparseRows, accumulate_dtype, check_sizes, rename_in_state_dict
 from .paths import Workspace
@@ -54,6 +56,21 @@ class TwoLevelSoftmax(LMOutputLayer):
     0..n_clusters-1; ``n_clusters`` defaults to ``max + 1``). ``sparse``: the word vectors'
     gradient is sparse (the rows of the clusters in the batch). ``ignore_index``,
     ``reduction``: as ``torch.nn.CrossEntropyLoss``'s (``semhuff.lm.base``)."""
+
+    # the registry's declarations (semhuff.lm.output): what make_output_layer and semhuff-lm take
+    OPTIONS = LOSS_OPTIONS + (
+        CLUSTERS,
+        Option("clustering", str, "frequency", "the clusters: frequency binning (Mikolov et al. "
+               "2011) or random", choices=("frequency", "random")),
+        Option("projection", boolean, False, "a ReLU projection of the input per cluster (the "
+               "self-organized HSM paper's eq. 1)"),
+        SPARSE)
+
+    @classmethod
+    def from_vocab(cls, in_features, vocab, *, seed=1, device=None, dtype=None, clusters=None,
+                   clustering="frequency", **settings):
+        cluster_of, n = clusters_of(vocab, clusters, clustering, seed)  # any id order
+        return cls(in_features, cluster_of, n_clusters=n, device=device, dtype=dtype, **settings)
 
     def __init__(self, in_features: int, cluster_of, n_clusters: Optional[int] = None,
                  projection: bool = False, sparse: bool = False, device=None, dtype=None,

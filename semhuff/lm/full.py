@@ -10,12 +10,21 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..errors import OptionError
+from ..options import Option, positive_number
+from .output import LOSS_OPTIONS, boolean, int_list, require_frequency_order
 from .base import (LayerOutput, LMOutputLayer, accumulate_dtype, check_loss_options, check_sizes,
                    finish, flatten, prepare_targets)
 
 
 class FullSoftmax(LMOutputLayer):
     """``log_softmax(h W^T + b)`` over the whole vocabulary: exact and O(V) per prediction."""
+
+    # the registry's declarations (semhuff.lm.output): what make_output_layer and semhuff-lm take
+    OPTIONS = LOSS_OPTIONS + (Option("bias", boolean, True, "a bias per word"),)
+
+    @classmethod
+    def from_vocab(cls, in_features, vocab, *, seed=1, device=None, dtype=None, **settings):
+        return cls(in_features, len(vocab.counts), device=device, dtype=dtype, **settings)
 
     def __init__(self, in_features: int, n_classes: int, bias: bool = True,
                  device=None, dtype=None, ignore_index: int = -100, reduction: str = "mean"):
@@ -56,6 +65,19 @@ class AdaptiveSoftmax(nn.AdaptiveLogSoftmaxWithLoss):
     and the half-precision log-probabilities copied into it differ in dtype; here they are
     float32). ``cutoffs`` default: ``default_cutoffs``. The forward selects each cluster's
     rows with ``nonzero``, as torch's: on an accelerator that is one wait per tail cluster."""
+
+    # the registry's declarations (semhuff.lm.output): what make_output_layer and semhuff-lm take
+    OPTIONS = LOSS_OPTIONS + (
+        Option("cutoffs", int_list, None, "the ids where the head and each tail cluster end "
+               "(default: 4%% and 20%% of V)", metavar="ID,ID"),
+        Option("div_value", float, 4.0, "each tail cluster's input projection is this many "
+               "times smaller", check=positive_number),
+        Option("head_bias", boolean, False, "a bias in the head"))
+
+    @classmethod
+    def from_vocab(cls, in_features, vocab, *, seed=1, device=None, dtype=None, **settings):
+        require_frequency_order(vocab, "the adaptive softmax (its clusters are id ranges)")
+        return cls(in_features, len(vocab.counts), device=device, dtype=dtype, **settings)
 
     def __init__(self, in_features: int, n_classes: int, cutoffs: Optional[Sequence[int]] = None,
                  div_value: float = 4.0, head_bias: bool = False, device=None, dtype=None,

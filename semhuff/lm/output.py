@@ -1,122 +1,321 @@
-"""``make_output_layer``: an LM output layer by name, for the language-model trainer and the
-benchmark. Every layer it returns has the same interface (``semhuff.lm.base``)."""
+"""The LM output layers by name, on the same contract as the Numba trainer's output layers
+(``semhuff.layers``): a registry (``LM_LAYERS``, ``register_lm_layer``) of classes that declare
+the settings they take once, as ``semhuff.options.Option`` values (``OPTIONS``; the tree layer
+adds its tree builders' own, ``declared_options()``), and build themselves from a vocabulary
+(``from_vocab``). Everything reads those declarations: ``make_output_layer`` (a setting the
+layer does not take is a one-line ``OptionError`` naming it), ``semhuff-lm``'s flags (one per
+declared option) and ``--layer-option NAME=VALUE`` (typed by the declaration).
+
+A layer class registered here has ``torch.nn.AdaptiveLogSoftmaxWithLoss``'s interface
+(``forward(input, target) -> (output, loss)``, ``log_prob``, ``predict``) plus
+``after_step(optimizer)``, ``describe()`` and ``cluster_log_prob(h, target)`` (None for a layer
+without clusters), and the classmethod ``from_vocab(in_features, vocab, *, seed, device, dtype,
+**settings)``. Every built-in layer takes ``ignore_index`` and ``reduction`` (``LOSS_OPTIONS``,
+as ``torch.nn.CrossEntropyLoss``).
+
+The vocabulary. ``vocab`` is a ``semhuff.vocab.Vocab`` (word i = id i), or give ``counts=`` (one
+count per id, in *your* id order: ``make_output_layer("tree", H, counts=counts)`` is the
+one-line swap for ``AdaptiveLogSoftmaxWithLoss(H, V, cutoffs)``). Ids need not be frequency
+sorted: the tree and class layers build over the sorted order and relabel to yours (word w gets
+the code it has in the sorted vocabulary); the layers that need sorted ids (the adaptive
+softmax's cutoffs are id ranges, the self-organizing layers) say so in one line. Every layer made
+here carries a fingerprint of its vocabulary in its ``state_dict`` (``vocab_fingerprint``: the
+size, the words when known, the counts), and loading a state made for another vocabulary is a
+one-line ``OptionError``.
+"""
 from __future__ import annotations
 
+import hashlib
+import numbers
+from typing import Any, Dict, List, Optional, Tuple, Type
+
+import numpy as np
+import torch
+from torch import nn
+
 from ..errors import OptionError
-from ..trees.base import Tree
+from ..options import Option, check_settings
 
-LM_LAYERS = ("full", "adaptive", "tree", "class", "self-organized", "self-organized-binary")
+LM_LAYERS: Dict[str, Type[nn.Module]] = {}
+TRAINER_DEFAULTS: Dict[str, Dict[str, Any]] = {}  # the LM trainer's own choices per layer
 
-# the options each layer takes as keywords, besides the named arguments
-LAYER_OPTIONS = {
-    "full": ("bias",),
-    "adaptive": ("div_value", "head_bias"),
-    "tree": ("sparse",),  # + the tree builder's own options (make_tree checks them)
-    "class": ("projection", "sparse"),
-    "self-organized": ("reassign_every", "gamma", "freq_budget", "smoothing", "criterion",
-                       "margin", "cluster_init", "freeze_after", "projection", "sparse"),
-    "self-organized-binary": ("reassign_every", "gamma", "freq_budget", "smoothing",
-                              "criterion", "margin", "cluster_init", "freeze_after",
-                              "statistic_rows", "sparse"),
-}
+# what the trainer and the CLIs call on a layer
+INTERFACE = ("from_vocab", "forward", "log_prob", "predict", "after_step", "describe",
+             "cluster_log_prob")
 
 
-def make_output_layer(name: str, in_features: int, vocab, *, tree="huffman", similarity=None,
-                      clusters=None, clustering="frequency", cutoffs=None, seed=1,
-                      **options):
-    """The output layer ``name`` (one of ``LM_LAYERS``) over ``vocab``, a
-    ``semhuff.vocab.Vocab`` (frequency-sorted words and counts; id i = the i-th word).
+# -- option types (command-line spellings) -----------------------------------------------------
 
-    * ``tree`` (name "tree"): a tree-builder name for ``semhuff.trees.make_tree`` (huffman,
-      semhuff, random, alphabetical, clusters, ...) or a ready ``Tree`` with one leaf per word;
-      ``similarity`` goes to the builder (semhuff: "wordnet", a pairs file, a vectors file);
-      options other than ``sparse`` go to the builder too (e.g. ``top_k``);
-    * ``clusters``: the number of clusters (default round(sqrt V)) of "class", the
-      self-organizing layers and the "clusters" tree builder;
-    * ``clustering`` (name "class"): "frequency" (Mikolov et al. 2011's binning) or "random";
-    * ``cutoffs`` (name "adaptive"): default ``full.default_cutoffs`` (4% and 20% of V);
-    * ``seed``: random trees, random clusters, the self-organizer's keys;
-    * ``options``: the layer's own (``LAYER_OPTIONS``), e.g. ``reassign_every``, ``gamma``,
-      ``freq_budget`` for the self-organizing layers.
+def boolean(text) -> bool:
+    """``true``/``false`` (also 1/0, yes/no, on/off) as a bool; Python bools pass through."""
+    if isinstance(text, bool):
+        return text
+    lowered = str(text).strip().lower()
+    if lowered in ("true", "1", "yes", "on"):
+        return True
+    if lowered in ("false", "0", "no", "off"):
+        return False
+    raise ValueError(f"not a boolean: {text!r}")
 
-    An unknown name or option, or a setting the named layer does not use, is an
-    ``OptionError`` (one line)."""
-    if name not in LM_LAYERS:
+
+boolean.__name__ = "true/false"
+
+
+def int_list(text) -> List[int]:
+    """``"200,1000"`` (or a sequence of ints) as a list of ints."""
+    if isinstance(text, str):
+        return [int(part) for part in text.replace(" ", "").split(",") if part]
+    return [int(x) for x in text]
+
+
+int_list.__name__ = "comma-separated integers"
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+# the loss options of torch.nn.CrossEntropyLoss, taken by every built-in layer
+LOSS_OPTIONS = (
+    Option("ignore_index", int, -100, "a target id that adds no loss and no gradient (padding), "
+           "as torch.nn.CrossEntropyLoss", metavar="ID",
+           check=lambda v: None if _is_int(v) else "must be an integer"),
+    Option("reduction", str, "mean", "the loss returned: the mean over the targets not "
+           "ignored, their sum, or none (one per token)", choices=("mean", "sum", "none")),
+)
+
+
+# declarations several layers share (each layer's OPTIONS lists its own)
+SPARSE = Option("sparse", boolean, False, "the output weights' gradient as a sparse tensor of "
+                "the rows a batch touched (SGD, Adagrad, SparseAdam then update only those; "
+                "semhuff-lm trains the tree forms so unless told --sparse false)")
+CLUSTERS = Option("clusters", int, None, "number of clusters (default: about sqrt(V))",
+                  check=lambda v: None if _is_int(v) and v >= 1 else "must be an integer >= 1")
+TREE = Option("tree", str, None, "the tree: a builder's name (huffman, the default; semhuff, "
+              "random, alphabetical, clusters, or a --plugin's), a tree file from semhuff-tree "
+              "build or a saved Word2Vec model (its tree; same words)", metavar="KIND|FILE")
+SIMILARITY = Option("similarity", str, None, "similarity knowledge for --tree semhuff: wordnet, "
+                    "a pairs file or a vectors file")
+
+
+def _organizer_options() -> Tuple[Option, ...]:
+    """The self-organizing layers' settings: the organizer's own declarations (shared with the
+    Numba trainer's clustered layers), with the LM's unit for ``reassign_every`` (steps)."""
+    from ..trees.organizer import ORGANIZER_OPTIONS
+    shared = {o.name: o for o in ORGANIZER_OPTIONS}
+    return (CLUSTERS,
+            Option("reassign_every", int, 1000, "optimizer steps between re-assignments (the "
+                   "paper: 1000 batches)", metavar="STEPS",
+                   check=lambda v: None if _is_int(v) and v >= 1 else "must be an integer >= 1"),
+            *(shared[name] for name in ("gamma", "freq_budget", "smoothing", "criterion",
+                                        "margin", "cluster_init")),
+            Option("freeze_after", int, None, "no re-assignment after this many steps (default: "
+                   "never frozen)", metavar="STEPS",
+                   check=lambda v: None if _is_int(v) and v >= 1 else "must be an integer >= 1"),
+            SPARSE)
+
+
+def tree_for(spec, vocab, similarity, seed: int, builder_options: Dict[str, Any]):
+    """The tree layer's ``Tree`` (``semhuff.trees.spec.resolve_tree``), its errors as the
+    layer's ``OptionError``."""
+    from ..errors import TreeError
+    from ..trees.spec import resolve_tree
+    try:
+        return resolve_tree(spec, vocab, similarity=similarity, seed=seed, **builder_options)
+    except TreeError as exc:
+        raise OptionError(str(exc)) from None
+
+
+def clusters_of(vocab, clusters: Optional[int], clustering: str, seed: int):
+    """(cluster of each word id, number of clusters) for the class layer: built over the
+    frequency-sorted ids and relabelled to the vocabulary's own, as trees are."""
+    from ..trees.clusters import (check_clusters, default_clusters, frequency_binning,
+                                  random_clusters)
+    from ..trees.spec import frequency_order
+    counts = np.asarray(vocab.counts)
+    n = check_clusters(default_clusters(counts.size) if clusters is None else clusters,
+                       counts.size)
+    order = frequency_order(counts)
+    ranked = counts if order is None else counts[order]
+    cluster_of = (frequency_binning(ranked, n) if clustering == "frequency"
+                  else random_clusters(counts.size, n, seed))
+    if order is not None:
+        relabelled = np.empty_like(cluster_of)
+        relabelled[order] = cluster_of
+        cluster_of = relabelled
+    return cluster_of, n
+
+
+# -- the registry ------------------------------------------------------------------------------
+
+def register_lm_layer(name: str, trainer_defaults: Optional[Dict[str, Any]] = None):
+    """Class decorator: make an LM output layer class available as
+    ``make_output_layer(name, ...)``, ``semhuff-lm --output name`` and in saved LM models.
+    ``trainer_defaults``: settings the LM trainer uses unless told otherwise (e.g.
+    ``{"sparse": True}`` where sparse gradients measured faster)."""
+    def register(cls):
+        if not (isinstance(cls, type) and issubclass(cls, nn.Module)):
+            raise TypeError("register_lm_layer decorates torch.nn.Module subclasses")
+        missing = [m for m in INTERFACE if not callable(getattr(cls, m, None))]
+        if missing:
+            raise TypeError(f"{cls.__name__} lacks {', '.join(missing)} (an LM output layer "
+                            f"has {', '.join(INTERFACE)})")
+        if LM_LAYERS.get(name, cls) is not cls:
+            raise ValueError(f"LM output layer name {name!r} is taken by {LM_LAYERS[name]!r}")
+        LM_LAYERS[name] = cls
+        TRAINER_DEFAULTS[name] = dict(trainer_defaults or {})
+        return cls
+    return register
+
+
+def lm_layer_class(name: str) -> Type[nn.Module]:
+    try:
+        return LM_LAYERS[name]
+    except (KeyError, TypeError):
         raise OptionError(f"unknown output layer {name!r} (expected one of: "
-                          f"{', '.join(LM_LAYERS)})")
-    V = len(vocab)
-    _refuse_unused(name, tree=tree, similarity=similarity, clusters=clusters,
-                   clustering=clustering, cutoffs=cutoffs)
-    own = {k: options.pop(k) for k in LAYER_OPTIONS[name] if k in options}
-    if options and name != "tree":
-        raise OptionError(f"the {name} output layer does not use {', '.join(sorted(options))} "
-                          f"(it takes: {', '.join(LAYER_OPTIONS[name]) or 'no options'})")
-    if name == "full":
-        from .full import FullSoftmax
-        return FullSoftmax(in_features, V, **own)
-    if name == "adaptive":
-        from .full import AdaptiveSoftmax
-        return AdaptiveSoftmax(in_features, V, cutoffs=cutoffs, **own)
-    if name == "tree":
-        from .tree_softmax import TreeSoftmax
-        return TreeSoftmax(in_features, _tree(tree, vocab, similarity, clusters, seed, options),
-                           **own)
-    n_clusters = _n_clusters(clusters, V)
-    if name == "class":
-        from ..trees.clusters import frequency_binning, random_clusters
-        from .class_softmax import TwoLevelSoftmax
-        if clustering not in ("frequency", "random"):
-            raise OptionError(f"clustering must be 'frequency' or 'random', got {clustering!r}")
-        cluster_of = (frequency_binning(vocab.counts, n_clusters) if clustering == "frequency"
-                      else random_clusters(V, n_clusters, seed))
-        return TwoLevelSoftmax(in_features, cluster_of, n_clusters=n_clusters, **own)
-    from .self_organizing import SelfOrganizingSoftmax
-    form = "binary" if name == "self-organized-binary" else "two-level"
-    return SelfOrganizingSoftmax(in_features, vocab.counts, n_clusters=n_clusters, form=form,
-                                 seed=seed, **own)
+                          f"{', '.join(sorted(LM_LAYERS))}; a --plugin module may register "
+                          f"others)") from None
 
 
-def _refuse_unused(name, tree, similarity, clusters, clustering, cutoffs) -> None:
-    """A named argument set away from its default for a layer that does not use it."""
-    unused = []
-    if name != "tree" and not (isinstance(tree, str) and tree == "huffman"):
-        unused.append("tree")
-    if name != "tree" and similarity is not None:
-        unused.append("similarity")
-    if name in ("full", "adaptive") and clusters is not None:
-        unused.append("clusters")
-    if name != "class" and clustering != "frequency":
-        unused.append("clustering" + (" (the self-organizing layers take cluster_init)"
-                                      if name.startswith("self") else ""))
-    if name != "adaptive" and cutoffs is not None:
-        unused.append("cutoffs")
-    if unused:
-        raise OptionError(f"the {name} output layer does not use {', '.join(unused)}")
+def layer_options(cls) -> Tuple[Option, ...]:
+    """Every setting LM layer class ``cls`` takes (``declared_options()``, else ``OPTIONS``)."""
+    declared = getattr(cls, "declared_options", None)
+    return tuple(declared()) if callable(declared) else tuple(getattr(cls, "OPTIONS", ()))
 
 
-def _n_clusters(clusters, V: int) -> int:
-    from ..trees.clusters import check_clusters, default_clusters
-    return check_clusters(default_clusters(V) if clusters is None else clusters, V)
+def declared_lm_layer_options() -> Dict[str, Tuple[Option, List[str]]]:
+    """Every registered LM layer's options by name: the declaration and the layers taking it."""
+    out: Dict[str, Tuple[Option, List[str]]] = {}
+    for name, cls in sorted(LM_LAYERS.items()):
+        for option in layer_options(cls):
+            out.setdefault(option.name, (option, []))[1].append(name)
+    return out
 
 
-def _tree(tree, vocab, similarity, clusters, seed, builder_options) -> Tree:
-    """A ``Tree`` as given (checked against the vocabulary) or built by name."""
-    if isinstance(tree, Tree):
-        if tree.n_words != len(vocab):
-            raise OptionError(f"the tree has {tree.n_words:,} leaves but the vocabulary "
-                              f"{len(vocab):,} words")
-        if similarity is not None or clusters is not None or builder_options:
-            raise OptionError("a ready Tree takes no similarity, clusters or builder options")
-        return tree
-    if not isinstance(tree, str):
-        raise OptionError(f"tree must be a tree-builder name or a Tree, got {type(tree).__name__}")
-    from ..options import check_settings
-    from ..trees import TREE_OPTIONS, make_tree
-    if clusters is not None:
-        builder_options = {**builder_options, "clusters": clusters}
-    if tree in TREE_OPTIONS:  # an option the builder does not take is the caller's option error
-        check_settings(f"the {tree} tree", TREE_OPTIONS[tree], builder_options)
-    return make_tree(tree, vocab, similarity=similarity, seed=seed, **builder_options)
+def check_lm_layer_settings(name: str, settings: Dict[str, Any]) -> Dict[str, Any]:
+    """``settings`` for LM layer ``name``, validated by its declarations; one it does not take
+    is an ``OptionError`` naming it (never silently unused)."""
+    return check_settings(f"the {name} output layer", layer_options(lm_layer_class(name)),
+                          settings)
 
 
-__all__ = ["LAYER_OPTIONS", "LM_LAYERS", "make_output_layer"]
+def make_output_layer(name: str, in_features: int, vocab=None, *, counts=None, device=None,
+                      dtype=None, seed: int = 1, **settings):
+    """The LM output layer registered as ``name`` (``LM_LAYERS``) over ``vocab`` (a
+    ``semhuff.vocab.Vocab``) or ``counts`` (one count per word id, in the caller's id order),
+    with ``in_features`` inputs; its weights on ``device`` in ``dtype``. ``seed``: random trees
+    and clusters. ``settings``: the layer's declared options, e.g. ``tree="semhuff"``,
+    ``similarity="wordnet"``, ``sparse=True`` (tree), ``clusters``, ``clustering`` (class),
+    ``reassign_every`` (self-organized), ``cutoffs`` (adaptive), ``ignore_index``,
+    ``reduction`` (all). Anything else is a one-line ``OptionError``."""
+    return build_layer(lm_layer_class(name), in_features, vocab, counts=counts, device=device,
+                       dtype=dtype, seed=seed, _name=name, **settings)
+
+
+def build_layer(cls, in_features: int, vocab=None, *, counts=None, device=None, dtype=None,
+                seed: int = 1, _name: Optional[str] = None, **settings):
+    """``make_output_layer`` for a class (``TreeSoftmax.from_counts`` uses it): the settings
+    checked against ``cls``'s declarations, then ``cls.from_vocab``, then the vocabulary's
+    fingerprint attached."""
+    label = f"the {_name or cls.__name__} output layer"
+    settings = check_settings(label, layer_options(cls), settings)
+    vocab, words_known = as_vocab(vocab, counts)
+    layer = cls.from_vocab(in_features, vocab, seed=seed, device=device, dtype=dtype,
+                           **settings)
+    attach_fingerprint(layer, vocab, words_known, device)
+    return layer
+
+
+# -- the vocabulary ----------------------------------------------------------------------------
+
+def as_vocab(vocab, counts):
+    """(a ``Vocab`` in the caller's id order, whether its words are real) from
+    ``make_output_layer``'s ``vocab`` / ``counts``."""
+    from ..vocab import Vocab
+    if _is_int(vocab) or isinstance(vocab, np.integer):
+        raise OptionError(f"vocab={vocab}: the layers need each word's count, not only their "
+                          f"number: give counts= (one count per word id, e.g. "
+                          f"torch.bincount(train_ids)) or a semhuff Vocab")
+    if vocab is not None and counts is not None:
+        raise OptionError("give vocab= (a semhuff Vocab) or counts= (one count per word id), "
+                          "not both")
+    if vocab is None and counts is None:
+        raise OptionError("an output layer needs the vocabulary: vocab= (a semhuff Vocab) or "
+                          "counts= (one count per word id)")
+    if counts is None:
+        if not (hasattr(vocab, "words") and hasattr(vocab, "counts")):
+            raise OptionError(f"vocab must be a semhuff Vocab (words and counts), got "
+                              f"{type(vocab).__name__}; or give counts=")
+        if len(vocab.words) != len(vocab.counts):
+            raise OptionError(f"the vocabulary has {len(vocab.words):,} words but "
+                              f"{len(vocab.counts):,} counts")
+        return vocab, True
+    if torch.is_tensor(counts):
+        counts = counts.detach().cpu().numpy()
+    array = np.asarray(counts)
+    if array.ndim != 1 or array.size < 2 or not (np.issubdtype(array.dtype, np.integer) or (
+            np.issubdtype(array.dtype, np.floating) and np.all(np.isfinite(array))
+            and np.all(array == np.round(array)))):
+        raise OptionError("counts must be one whole count per word id (2 words or more), e.g. "
+                          "torch.bincount(train_ids, minlength=V)")
+    if np.any(array < 0):
+        raise OptionError("counts must be >= 0")
+    array = array.astype(np.int64)
+    return Vocab([f"#{i}" for i in range(array.size)], array, int(array.sum())), False
+
+
+def require_frequency_order(vocab, what: str) -> None:
+    """A one-line error unless the ids are in descending order of count (for layers whose
+    structure is id ranges)."""
+    from ..trees.spec import frequency_order
+    if frequency_order(vocab.counts) is not None:
+        raise OptionError(f"{what} needs word ids in descending order of count (a semhuff "
+                          f"Vocab's order); renumber the words, or use the tree or class layer, "
+                          f"which take any id order")
+
+
+def _digest(data: bytes) -> int:
+    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little", signed=True)
+
+
+def vocabulary_fingerprint(vocab, words_known: bool = True) -> torch.Tensor:
+    """(V, hash of the words or 0 when unknown, hash of the counts) as an int64 tensor."""
+    words = (_digest("\n".join(vocab.words).encode("utf-8", "surrogatepass")) or 1
+             if words_known else 0)
+    counts = _digest(np.ascontiguousarray(vocab.counts, dtype="<i8").tobytes())
+    return torch.tensor([len(vocab.counts), words, counts], dtype=torch.int64)
+
+
+def attach_fingerprint(layer: nn.Module, vocab, words_known: bool, device=None) -> None:
+    """Save the vocabulary's fingerprint with the layer (a buffer, so it follows ``.to()`` and is
+    in ``state_dict``) and refuse a state made for another vocabulary on load."""
+    layer.register_buffer("vocab_fingerprint",
+                          vocabulary_fingerprint(vocab, words_known).to(device or "cpu"))
+    layer.register_load_state_dict_pre_hook(check_fingerprint)
+
+
+def check_fingerprint(module, state_dict, prefix, *args) -> None:
+    """A load-state pre-hook: the saved fingerprint must be this layer's vocabulary's. A state
+    without one (a layer made by its constructor, a file from before) is taken as it is."""
+    key = prefix + "vocab_fingerprint"
+    mine = module.vocab_fingerprint
+    theirs = state_dict.get(key)
+    if theirs is None:
+        state_dict[key] = mine.clone()
+        return
+    a, b = mine.tolist(), torch.as_tensor(theirs).tolist()
+    if len(b) != 3 or a[0] != b[0]:
+        why = f"{b[0]:,} words against {a[0]:,}" if len(b) == 3 else "an unknown fingerprint"
+    elif a[1] and b[1]:  # both know their words: the words decide
+        why = None if a[1] == b[1] else "the same size, other words or another id order"
+    else:
+        why = None if a[2] == b[2] else "the same size, other counts or another id order"
+    if why is not None:
+        raise OptionError(f"this state was saved for another vocabulary ({why}): load it into "
+                          f"a layer made for the same words in the same id order")
+
+
+__all__ = ["LM_LAYERS", "LOSS_OPTIONS", "TRAINER_DEFAULTS", "boolean", "build_layer",
+           "check_lm_layer_settings", "declared_lm_layer_options", "int_list",
+           "layer_options", "lm_layer_class", "make_output_layer", "register_lm_layer",
+           "require_frequency_order", "vocabulary_fingerprint"]

@@ -56,6 +56,8 @@ import numpy as np
 import torch
 
 from ..errors import OptionError
+from ..options import Option, positive_int
+from .output import LOSS_OPTIONS, _organizer_options, boolean, require_frequency_order
 from ..trees.clusters import cluster_tree
 from ..trees.organizer import SelfOrganizer, remap_rows, split_keys
 from .base import LOW_PRECISION, Cache, LMOutputLayer, accumulate_dtype, check_sizes
@@ -82,6 +84,18 @@ class SelfOrganizingSoftmax(LMOutputLayer):
     ``ignore_index``, ``reduction``: as ``torch.nn.CrossEntropyLoss``'s."""
 
     reduce_across_ranks = True  # reassign() averages the statistic over torch.distributed ranks
+    # the registry's declarations (semhuff.lm.output): what make_output_layer and semhuff-lm take
+    FORM = "two-level"
+    OPTIONS = LOSS_OPTIONS + _organizer_options() + (
+        Option("projection", boolean, False, "the two-level form's ReLU projections (eq. 1)"),)
+
+    @classmethod
+    def from_vocab(cls, in_features, vocab, *, seed=1, device=None, dtype=None, clusters=None,
+                   **settings):
+        require_frequency_order(vocab, "a self-organizing layer")
+        return SelfOrganizingSoftmax(in_features, vocab.counts, n_clusters=clusters,
+                                     form=cls.FORM, seed=seed, device=device, dtype=dtype,
+                                     **settings)
 
     def __init__(self, in_features: int, counts, n_clusters: Optional[int] = None,
                  form: str = "two-level", reassign_every: int = 1000, gamma: float = 1.5,
@@ -434,3 +448,12 @@ class SelfOrganizingSoftmax(LMOutputLayer):
                 f"{o.n_clusters} clusters re-assigned every {o.reassign_every:,} steps{frozen} "
                 f"(gamma {o.gamma:g}, budget {o.freq_budget:g}, {o.smoothing} smoothing, "
                 f"{o.criterion}); {self.body.describe()}")
+
+
+class SelfOrganizingBinary(SelfOrganizingSoftmax):
+    """The binary form's declarations, registered as "self-organized-binary"; ``from_vocab``
+    gives a ``SelfOrganizingSoftmax(form="binary")``."""
+    FORM = "binary"
+    OPTIONS = LOSS_OPTIONS + _organizer_options() + (
+        Option("statistic_rows", int, 512, "rows of each batch whose full cluster distribution "
+               "feeds the statistic", metavar="ROWS", check=positive_int),)

@@ -31,24 +31,31 @@ import torch
 from ..errors import OptionError, TrainingDiverged
 from ..io_utils import atomic_output
 from .token_ids import LMData, batchify
-from .networks import CELLS, LSTMLanguageModel
+from .networks import LSTMLanguageModel, check_lm_network_settings, lm_network_class
 from .optim_state import clip_grad_norm
-from .output import make_output_layer
+from .output import TRAINER_DEFAULTS, check_lm_layer_settings, layer_options, lm_layer_class, \
+    make_output_layer
+
+# LMSettings fields that are output-layer options (given: passed to the layer, which must take them)
+LAYER_FIELDS = ("tree", "similarity", "clusters", "clustering")
 
 logger = logging.getLogger(__name__)
 
 
 @dataclass
 class LMSettings:
-    output: str = "tree"           # make_output_layer's name
-    tree: str = "huffman"
+    output: str = "tree"           # make_output_layer's name (LM_LAYERS)
+    # output-layer options, as fields for convenience (None: the layer's default); any other
+    # option of the layer goes in layer_options
+    tree: Optional[str] = None     # tree layer: a builder's name, a tree file, a Tree
     similarity: Optional[str] = None
     clusters: Optional[int] = None
-    clustering: str = "frequency"
+    clustering: Optional[str] = None
     layer_options: dict = field(default_factory=dict)
     emb: int = 256
     hidden: int = 256
-    cell: str = "lstm"             # "gru": the p-tHSM poster's model
+    cell: str = "lstm"             # the network (LM_NETWORKS); "gru": the p-tHSM poster's
+    network_options: dict = field(default_factory=dict)  # the network's own (its OPTIONS)
     dropout: float = 0.0
     batch_size: int = 32
     bptt: int = 20
@@ -69,12 +76,19 @@ class LMSettings:
             raise OptionError(f"lr must be > 0, got {self.lr!r}")
         if not (math.isfinite(self.clip) and self.clip > 0):
             raise OptionError(f"clip must be > 0, got {self.clip!r}")
-        if self.cell not in CELLS:
-            raise OptionError(f"cell must be one of {', '.join(CELLS)}, got {self.cell!r}")
+        check_lm_network_settings(self.cell, self.network_options)
         if not 0 <= self.dropout < 1:
             raise OptionError(f"dropout must be in [0, 1), got {self.dropout!r}")
         if self.threads is not None and self.threads < 1:
             raise OptionError(f"threads must be >= 1, got {self.threads!r}")
+        check_lm_layer_settings(self.output, self.layer_settings())
+
+    def layer_settings(self) -> dict:
+        """The output layer's settings: the trainer's defaults for it (``register_lm_layer``'s
+        ``trainer_defaults``), the option fields given, then ``layer_options``."""
+        given = {name: getattr(self, name) for name in LAYER_FIELDS
+                 if getattr(self, name) is not None}
+        return {**TRAINER_DEFAULTS.get(self.output, {}), **given, **self.layer_options}
 
 
 @dataclass
@@ -124,18 +138,11 @@ class LMReport:
 
 
 def build_model(data: LMData, s: LMSettings) -> LSTMLanguageModel:
+    """The network ``s.cell`` over the output layer ``s.output``, both by name."""
     torch.manual_seed(s.seed)
-    options = dict(s.layer_options)
-    if s.output in ("tree", "self-organized-binary"):
-        options.setdefault("sparse", True)  # measured faster for the tree forms (bench_lm_layers)
-    named = {"tree": s.tree, "similarity": s.similarity} if s.output == "tree" else {}
-    if s.output in ("class", "self-organized", "self-organized-binary") or \
-            (s.output == "tree" and s.tree == "clusters"):
-        named["clusters"] = s.clusters
-    if s.output == "class":
-        named["clustering"] = s.clustering
-    layer = make_output_layer(s.output, s.hidden, data.vocab, seed=s.seed, **named, **options)
-    return LSTMLanguageModel(len(data.vocab), layer, s.emb, s.hidden, s.dropout, cell=s.cell)
+    layer = make_output_layer(s.output, s.hidden, data.vocab, seed=s.seed, **s.layer_settings())
+    return lm_network_class(s.cell)(len(data.vocab), layer, emb=s.emb, hidden=s.hidden,
+                                    dropout=s.dropout, **s.network_options)
 
 
 def _detach(state):
@@ -270,7 +277,14 @@ def load_model(path: str):
     payload = torch.load(path, map_location="cpu", weights_only=False)
     vocab = Vocab(payload["words"], np.asarray(payload["counts"]),
                   int(np.sum(payload["counts"])))
-    settings = LMSettings(**payload["settings"])
+    saved = dict(payload["settings"])
+    # files from before the registry kept tree="huffman", clustering="frequency" for every
+    # layer: the defaults, dropped where the layer does not take them
+    takes = {o.name for o in layer_options(lm_layer_class(saved.get("output", "tree")))}
+    for name in LAYER_FIELDS:
+        if name not in takes:
+            saved.pop(name, None)
+    settings = LMSettings(**saved)
     data = LMData(vocab, np.zeros(0, np.int64), np.zeros(0, np.int64), payload["eos"])
     model = build_model(data, settings)
     model.load_state_dict(payload["state_dict"])

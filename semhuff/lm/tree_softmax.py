@@ -20,6 +20,7 @@ from torch import nn
 
 from ..errors import OptionError, TreeError
 from ..trees.base import Tree
+from .output import LOSS_OPTIONS, SIMILARITY, SPARSE, TREE, build_layer, tree_for
 from .base import (Cache, LMOutputLayer, SparseRows, accumulate_dtype, check_sizes,
                    rename_in_state_dict)
 from .paths import PathBatch, Workspace, leaf_paths, path_buffers, path_scores, paths_log_prob
@@ -34,6 +35,30 @@ class TreeSoftmax(LMOutputLayer):
     ``state_dict`` holds the tree (``tree_parent``, ``tree_branch``), so a layer of the same
     vocabulary size loads any tree with it. ``ignore_index``, ``reduction``: as
     ``torch.nn.CrossEntropyLoss``'s (``semhuff.lm.base``)."""
+
+    # the registry's declarations (semhuff.lm.output): what make_output_layer and semhuff-lm take
+    OPTIONS = LOSS_OPTIONS + (TREE, SIMILARITY, SPARSE)
+
+    @classmethod
+    def declared_options(cls):
+        from ..trees import tree_builder_options
+        return cls.OPTIONS + tree_builder_options()  # the builders refuse each other's
+
+    @classmethod
+    def from_vocab(cls, in_features, vocab, *, seed=1, device=None, dtype=None, tree=None,
+                   similarity=None, **settings):
+        own = {k: settings.pop(k) for k in ("sparse", "ignore_index", "reduction")
+               if k in settings}  # the rest are the tree builder's
+        return cls(in_features, tree_for(tree, vocab, similarity, seed, settings),
+                   device=device, dtype=dtype, **own)
+
+    @classmethod
+    def from_counts(cls, in_features, counts, tree="huffman", **settings):
+        """The one-line swap for ``nn.AdaptiveLogSoftmaxWithLoss(in_features, V, cutoffs)``:
+        ``counts`` has one count per word id in your id order (e.g. ``torch.bincount(ids,
+        minlength=V)``); the tree is built over the frequency order and its leaves relabelled
+        to your ids. ``settings``: ``make_output_layer``'s (``sparse``, ``device``, ...)."""
+        return build_layer(cls, in_features, counts=counts, tree=tree, **settings)
 
     def __init__(self, in_features: int, tree: Tree, sparse: bool = False, device=None,
                  dtype=None, ignore_index: int = -100, reduction: str = "mean"):
