@@ -23,9 +23,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..numba_cache import numba
-from . import hs
-from .common import (LOG_SIGMOID_TABLE, MAX_EXP, add_to_input, lcg_next, lcg_u32, log_sigmoid,
-                     table_index)
+from .common import (LOG_SIGMOID_TABLE, MAX_EXP, add_to_input, context_mean, lcg_next, lcg_u32,
+                     log_sigmoid, table_index)
 
 LOG2E = 1.0 / np.log(2.0)
 
@@ -212,27 +211,44 @@ def observe_tree(inputs, rows, k, w, syn1, q, lam, top_row, top_child, D):
 
 
 # -- the binary form: HS over the clusters' tree, plus the sampled statistic -------------------
-
-@numba.njit(inline="always", nogil=True)
-def tree_centre(syn0, syn1, larg, scratch, ctx, k, w, alpha, state, cfg):
-    """The binary self-organized body, skip-gram (the loop's one signature): on a sample of the
-    centres (``sample_thr``) the full cluster distribution of each context for q
-    (``observe_tree``), then hierarchical softmax over the tree. ``larg = (points, codes,
-    lengths, q, lam, sample_thr, top_row, top_child[, the thread's table])``."""
-    q, lam, sample_thr, top_row, top_child = larg[3], larg[4], larg[5], larg[6], larg[7]
-    state = lcg_next(state)
-    if lcg_u32(state) < sample_thr[w]:
-        observe_tree(syn0, ctx, k, w, syn1, q, lam, top_row, top_child, cfg[0])
-    return hs.centre(syn0, syn1, larg, scratch, ctx, k, w, alpha, state, cfg)
+# The training step is HS's own (``hs.centre`` / ``hs.predict``: the paired walk, the orders, the
+# private hot rows); the loop only draws, per centre, whether it is sampled, and keeps a sampled
+# centre's context rows (``pick``); after the sentence the statistic is gathered from them
+# (``observe_picked``). Calling ``observe_tree`` inside the centre loop, as the body did before
+# issue 38, made the whole step 20-25% slower even on centres not sampled (docs/performance.md).
 
 
 @numba.njit(inline="always", nogil=True)
-def tree_predict(h, w, syn1, larg, scratch, alpha, err, state, cfg):
-    """The binary self-organized body from one input vector (CBOW): as ``tree_centre``."""
-    q, lam, sample_thr, top_row, top_child = larg[3], larg[4], larg[5], larg[6], larg[7]
+def pick(ctx, k, w, sample_thr, state, picked, picked_w, picked_k, n, at):
+    """Draw whether the centre ``w`` (contexts ``ctx[:k]``) is sampled for the statistic; if
+    so, append it (its contexts to ``picked`` from ``at``, ``w`` and ``k`` at entry ``n``).
+    Returns (state, n, at)."""
     state = lcg_next(state)
     if lcg_u32(state) < sample_thr[w]:
-        one = scratch[7]
-        observe_tree(h.reshape((1, cfg[0])), one, 1, w, syn1, q, lam, top_row, top_child, cfg[0])
-    return hs.predict(h, w, syn1, larg, scratch, alpha, err, state, cfg)
+        for j in range(k):
+            picked[at + j] = ctx[j]
+        picked_w[n] = w
+        picked_k[n] = k
+        return state, n + 1, at + k
+    return state, n, at
 
+
+@numba.njit(nogil=True, fastmath=True, cache=True)
+def observe_picked(syn0, picked, picked_w, picked_k, n, syn1, q, lam, top_row, top_child, sg,
+                   mean, D):
+    """``observe_tree`` for the ``n`` centres ``pick`` kept, from the input vectors as they are
+    now (a sentence after their step at most): skip-gram, each of a centre's contexts; CBOW,
+    the mean (``mean``) or sum of its contexts. A call, not inlined: the centre loop stays
+    HS's."""
+    one = np.zeros(1, np.int32)
+    h = np.empty((1, D), np.float32)
+    at = 0
+    for i in range(n):
+        k = picked_k[i]
+        rows = picked[at:at + k]
+        if sg:
+            observe_tree(syn0, rows, k, picked_w[i], syn1, q, lam, top_row, top_child, D)
+        else:
+            context_mean(syn0, rows, k, h[0], mean, D)
+            observe_tree(h, one, 1, picked_w[i], syn1, q, lam, top_row, top_child, D)
+        at += k

@@ -205,6 +205,18 @@ def kernel(sg: bool, dim: int, body: int, batch_levels: int = 0, stats: bool = F
         own = np.empty((0, 0), np.int32)  # the thread's table of mapped paths (``thread_args``: last)
         if OWN:
             own = larg[-1]
+        # SO_HS: a sentence's centres sampled for the statistic (``classes.pick``): their
+        # contexts' rows, their words and context counts, observed after the sentence
+        n_picked = 0
+        at_picked = 0
+        picked = np.empty(0, np.int32)
+        picked_w = np.empty(0, np.int32)
+        picked_k = np.empty(0, np.int32)
+        if OUT == SO_HS:
+            longest = longest_sentence(bounds)
+            picked = np.empty(longest * 2 * window, np.int32)
+            picked_w = np.empty(longest, np.int32)
+            picked_k = np.empty(longest, np.int32)
         lock = lockf if LOCK else NO_LOCK  # (without LOCK the argument is omitted: None)
         # what every body gets besides the layer's arrays: the loop's scratch, and the
         # compile-time settings (constants: folded once the body is inlined)
@@ -256,9 +268,12 @@ def kernel(sg: bool, dim: int, body: int, batch_levels: int = 0, stats: bool = F
                     if OUT == HS:
                         centre_loss, state = hs.centre(syn0, weights, larg, scratch, ctx, k, w,
                                                        alpha, state, cfg)
-                    elif OUT == SO_HS:
-                        centre_loss, state = classes.tree_centre(syn0, weights, larg, scratch, ctx,
-                                                                 k, w, alpha, state, cfg)
+                    elif OUT == SO_HS:  # HS's step; the statistic after the sentence
+                        state, n_picked, at_picked = classes.pick(
+                            ctx, k, w, larg[5], state, picked, picked_w, picked_k, n_picked,
+                            at_picked)
+                        centre_loss, state = hs.centre(syn0, weights, larg, scratch, ctx, k, w,
+                                                       alpha, state, cfg)
                     elif OUT == NS:
                         centre_loss, state = ns.centre(syn0, weights, larg, scratch, ctx, k, w,
                                                        alpha, state, cfg)
@@ -293,8 +308,11 @@ def kernel(sg: bool, dim: int, body: int, batch_levels: int = 0, stats: bool = F
                         centre_loss, state = hs.predict(hidden, w, weights, larg, scratch, alpha,
                                                         work, state, cfg)
                     elif OUT == SO_HS:
-                        centre_loss, state = classes.tree_predict(hidden, w, weights, larg,
-                                                                  scratch, alpha, work, state, cfg)
+                        state, n_picked, at_picked = classes.pick(
+                            ctx, k, w, larg[5], state, picked, picked_w, picked_k, n_picked,
+                            at_picked)
+                        centre_loss, state = hs.predict(hidden, w, weights, larg, scratch, alpha,
+                                                        work, state, cfg)
                     elif OUT == NS:
                         centre_loss, state = ns.predict(hidden, w, weights, larg, scratch, alpha,
                                                         work, state, cfg)
@@ -326,6 +344,11 @@ def kernel(sg: bool, dim: int, body: int, batch_levels: int = 0, stats: bool = F
                 if STATS:
                     word_stats[w, 0] += k
                     word_stats[w, 1] += centre_loss
+            if OUT == SO_HS and n_picked > 0:
+                classes.observe_picked(syn0, picked, picked_w, picked_k, n_picked, weights,
+                                       larg[3], larg[4], larg[6], larg[7], SG, MEAN, D)
+                n_picked = 0
+                at_picked = 0
         return loss, pairs, trained
 
     if custom is not None:  # a user's body: no promise about its arrays

@@ -80,6 +80,10 @@ class SelfOrganizedHS(ClusterDiagnostics, HierarchicalSoftmax):
         self.organizer = organizer if organizer is not None else SelfOrganizer()
         self.samples_per_word = float(samples_per_word)
         self.sample_thr = np.zeros(tree.n_words, np.uint32)
+        # whether this train() call will still re-assign: once it will not, the kernel samples
+        # no centre for the statistic (``kernel_args``), which nothing in the call would read
+        self.gathering = True
+        self._no_samples = np.zeros(tree.n_words, np.uint32)
         self._keys = np.random.default_rng(self.organizer.seed)
         self._use_tree(tree, np.asarray(cluster_depth, np.int32))
 
@@ -105,7 +109,8 @@ class SelfOrganizedHS(ClusterDiagnostics, HierarchicalSoftmax):
 
     def kernel_args(self):
         t, o = self.tree, self.organizer
-        return (t.points, t.codes, t.lengths, o.q, o.lam, self.sample_thr, self.top_row,
+        sample_thr = self.sample_thr if self.gathering else self._no_samples
+        return (t.points, t.codes, t.lengths, o.q, o.lam, sample_thr, self.top_row,
                 self.top_child)
 
     def row_updates(self, trained, counts):
@@ -126,6 +131,9 @@ class SelfOrganizedHS(ClusterDiagnostics, HierarchicalSoftmax):
         self.sample_thr[:] = np.minimum(np.round(share * 2.0 ** 32), 2.0 ** 32 - 1).astype(np.uint32)
         self.organizer.set_smoothing(context.counts, context.keep_prob, share,
                                         context.total_words / context.epochs)
+        # no re-assignment in this call (K past its re-assigning share): no statistic either
+        self.gathering = self.organizer.every <= int(self.organizer.reassign_until *
+                                                     context.total_words)
 
     def reorganize(self, context) -> Dict[str, float]:
         o = self.organizer
@@ -138,6 +146,13 @@ class SelfOrganizedHS(ClusterDiagnostics, HierarchicalSoftmax):
         new_keys = split_keys(tree, o.cluster_of, depth, word_keys, cluster_keys)
         self.weights[:], kept = remap_rows(old_keys, new_keys, self.weights)
         self._use_tree(tree, depth)
+        # the hook's next call comes at the first chunk boundary past the next multiple of K; past
+        # reassign_until it re-assigns no more (``ReassignHook.on_words``): stop sampling (what
+        # q gathered after it would serve no re-assignment of this call; issue 38: the
+        # statistic was a quarter of the step's time)
+        if o.every and context.total_words:  # (a call outside train() plans no run)
+            following = (context.words_done // o.every + 1) * o.every
+            self.gathering = following / context.total_words <= o.reassign_until
         context.layer_changed()
         info["rows_kept"] = kept / max(V - 1, 1)
         return info
