@@ -13,7 +13,8 @@ from semhuff.errors import OptionError, TreeError  # noqa: E402
 from semhuff.lm import LM_LAYERS, TreeSoftmax, make_output_layer  # noqa: E402
 from semhuff.lm.output import (declared_lm_layer_options, layer_options,  # noqa: E402
                                lm_layer_class)
-from semhuff.trees import make_tree, resolve_tree  # noqa: E402
+from semhuff.trees import make_tree  # noqa: E402
+from semhuff.trees.spec import resolve_tree  # noqa: E402
 from semhuff.trees.clusters import frequency_binning  # noqa: E402
 from semhuff.trees.spec import relabel_leaves  # noqa: E402
 from semhuff.vocab import Vocab  # noqa: E402

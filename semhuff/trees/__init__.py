@@ -127,8 +127,8 @@ def random_clusters_tree(vocab, similarity=None, seed=1, clusters=None, **option
     n = check_clusters(default_clusters(len(vocab)) if clusters is None else clusters, len(vocab))
     return cluster_tree(random_clusters(len(vocab), n, seed), vocab.counts, n, kind="clusters")[0]
 
-
-from .spec import resolve_tree  # noqa: E402  (a spec -> a Tree, for every caller)
+# a tree spec (name, Tree, tree file, model) -> a Tree for every caller: semhuff.trees.spec.resolve_tree
+# (its own module, importing this registry: no import circle)
 
 __all__ = ["TREE_BUILDERS", "TREE_OPTIONS", "make_tree", "register_tree_builder",
            "tree_builder_options"]
