@@ -33,6 +33,7 @@ from ..trees.organizer import (ORGANIZER_OPTIONS, SelfOrganizer, organizer_optio
                                split_keys)
 from .diagnostics import HELDOUT_OPTIONS, ClusterDiagnostics
 from .hs import CLIP, HS_ORDER, HierarchicalSoftmax
+from ..hooks import Hook
 from .reassign import ReassignHook
 
 DEFAULT_SAMPLES_PER_WORD = 2.0
@@ -65,6 +66,23 @@ def top_part(tree: Tree, cluster_of: np.ndarray, cluster_depth: np.ndarray
                 order.append(child)
         top_child.append(row)
     return np.array(order, np.int32) - V, np.array(top_child, np.int32)
+
+
+class StatisticSwitch(Hook):
+    """Turns the sampled statistic off (``layer.gathering``) at the first hook point past the
+    share of the call that re-assigns (``reassign_until``): ``ReassignHook`` re-assigns no more
+    from there, so what q would gather is read by nothing in this call. Runs at the same chunk
+    boundaries as the re-assignment (the same K), so it adds no wait for quiescent weights."""
+
+    def __init__(self, layer):
+        self.layer = layer
+
+    def on_train_begin(self, context) -> None:  # after ReassignHook's, which plans K
+        self.every_words = self.layer.organizer.every
+
+    def on_words(self, context) -> None:
+        if context.progress > self.layer.organizer.reassign_until:
+            self.layer.gathering = False
 
 
 class SelfOrganizedHS(ClusterDiagnostics, HierarchicalSoftmax):
@@ -122,7 +140,8 @@ class SelfOrganizedHS(ClusterDiagnostics, HierarchicalSoftmax):
 
     # -- self-organization -----------------------------------------------------------------------
     def hooks(self):
-        return [ReassignHook(self, self.organizer.reassign_every, self.heldout_chunks)]
+        return [ReassignHook(self, self.organizer.reassign_every, self.heldout_chunks),
+                StatisticSwitch(self)]
 
     def prepare(self, context) -> None:
         """Sampling rates and smoothing for this run's counts and down-sampling."""
