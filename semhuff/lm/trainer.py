@@ -31,7 +31,8 @@ import torch
 from ..errors import OptionError, TrainingDiverged
 from ..io_utils import atomic_output
 from .token_ids import LMData, batchify
-from .networks import LSTMLanguageModel, check_lm_network_settings, lm_network_class
+from .networks import LSTMLanguageModel, check_lm_network_settings, lm_network_class, \
+    network_options
 from .optim_state import clip_grad_norm
 from .output import TRAINER_DEFAULTS, check_lm_layer_settings, layer_options, lm_layer_class, \
     make_output_layer
@@ -77,11 +78,22 @@ class LMSettings:
         if not (math.isfinite(self.clip) and self.clip > 0):
             raise OptionError(f"clip must be > 0, got {self.clip!r}")
         check_lm_network_settings(self.cell, self.network_options)
+        self._check_window()
         if not 0 <= self.dropout < 1:
             raise OptionError(f"dropout must be in [0, 1), got {self.dropout!r}")
         if self.threads is not None and self.threads < 1:
             raise OptionError(f"threads must be >= 1, got {self.threads!r}")
         check_lm_layer_settings(self.output, self.layer_settings())
+
+    def _check_window(self) -> None:
+        """A network with a longest window (``max_len``: the Transformer's learned positions)
+        must take the bptt windows: refused here, before any data is read."""
+        declared = {o.name: o for o in network_options(lm_network_class(self.cell))}
+        if "max_len" in declared:
+            max_len = self.network_options.get("max_len", declared["max_len"].default)
+            if max_len is not None and self.bptt > max_len:
+                raise OptionError(f"bptt {self.bptt} is longer than the {self.cell} network's "
+                                  f"max_len {max_len}: lower --bptt or raise --max-len")
 
     def layer_settings(self) -> dict:
         """The output layer's settings: the trainer's defaults for it (``register_lm_layer``'s
