@@ -16,7 +16,7 @@ import argparse
 import math
 import numbers
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterable, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from .errors import OptionError
 
@@ -91,6 +91,17 @@ def by_name(options: Iterable[Option]) -> Dict[str, Option]:
     out: Dict[str, Option] = {}
     for option in options:
         out.setdefault(option.name, option)
+    return out
+
+
+def declared_by_owner(registry: Dict[str, Any], options_of: Callable[[Any], Iterable[Option]]
+                      ) -> Dict[str, Tuple[Option, List[str]]]:
+    """Every option of a registry's entries (output layers, LM layers, LM networks) by name:
+    its declaration and the names of the entries taking it (for the CLIs' flags and help)."""
+    out: Dict[str, Tuple[Option, List[str]]] = {}
+    for name, entry in sorted(registry.items()):
+        for option in options_of(entry):
+            out.setdefault(option.name, (option, []))[1].append(name)
     return out
 
 

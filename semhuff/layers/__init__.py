@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Tuple, Type
 
 from ..errors import ModelFileError, OptionError
-from ..options import Option, check_settings
+from ..options import Option, check_settings, declared_by_owner
 from .base import OutputLayer
 from .classes import ClassSoftmax
 from .hs import HierarchicalSoftmax
@@ -52,11 +52,7 @@ def check_layer_settings(loss: str, settings: Dict[str, Any]) -> Dict[str, Any]:
 
 def declared_layer_options() -> Dict[str, Tuple[Option, List[str]]]:
     """Every registered layer's options by name: the declaration and the layers taking it."""
-    out: Dict[str, Tuple[Option, List[str]]] = {}
-    for name, cls in sorted(OUTPUT_LAYERS.items()):
-        for option in cls.declared_options():
-            out.setdefault(option.name, (option, []))[1].append(name)
-    return out
+    return declared_by_owner(OUTPUT_LAYERS, lambda cls: cls.declared_options())
 
 
 def layer_from_state(name: str, config: dict, arrays) -> OutputLayer:

@@ -18,7 +18,7 @@ import torch
 from torch import nn
 
 from ..errors import OptionError
-from ..options import Option, check_settings
+from ..options import Option, check_settings, declared_by_owner
 
 LM_NETWORKS: Dict[str, Type[nn.Module]] = {}
 
@@ -46,11 +46,7 @@ def network_options(cls) -> Tuple[Option, ...]:
 
 def declared_lm_network_options() -> Dict[str, Tuple[Option, List[str]]]:
     """Every registered network's options by name: the declaration and the networks taking it."""
-    out: Dict[str, Tuple[Option, List[str]]] = {}
-    for name, cls in sorted(LM_NETWORKS.items()):
-        for option in network_options(cls):
-            out.setdefault(option.name, (option, []))[1].append(name)
-    return out
+    return declared_by_owner(LM_NETWORKS, network_options)
 
 
 def check_lm_network_settings(name: str, settings: Dict[str, Any]) -> Dict[str, Any]:

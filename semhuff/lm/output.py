@@ -34,7 +34,7 @@ import torch
 from torch import nn
 
 from ..errors import OptionError
-from ..options import Option, check_settings
+from ..options import Option, check_settings, declared_by_owner
 
 LM_LAYERS: Dict[str, Type[nn.Module]] = {}
 TRAINER_DEFAULTS: Dict[str, Dict[str, Any]] = {}  # the LM trainer's own choices per layer
@@ -185,11 +185,7 @@ def layer_options(cls) -> Tuple[Option, ...]:
 
 def declared_lm_layer_options() -> Dict[str, Tuple[Option, List[str]]]:
     """Every registered LM layer's options by name: the declaration and the layers taking it."""
-    out: Dict[str, Tuple[Option, List[str]]] = {}
-    for name, cls in sorted(LM_LAYERS.items()):
-        for option in layer_options(cls):
-            out.setdefault(option.name, (option, []))[1].append(name)
-    return out
+    return declared_by_owner(LM_LAYERS, layer_options)
 
 
 def check_lm_layer_settings(name: str, settings: Dict[str, Any]) -> Dict[str, Any]:
