@@ -1,6 +1,8 @@
 """semhuff-lm: train an LSTM language model with a tree, cluster, adaptive or full softmax.
 
     semhuff-lm CORPUS [CORPUS ...] (--heldout FILE | --heldout-chars N) [options]
+    semhuff-lm score MODEL TEXT [TEXT ...]
+    semhuff-lm sample MODEL [--prompt TEXT] [--tokens N] [--temperature T] [--seed S]
 
 The corpus is read as semhuff-train reads it (files or directories, plain / gzip / bz2 / xz;
 ``lee``); out-of-vocabulary words become <unk>, lines end with <eos> (not in a one-line text8
@@ -41,7 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
                                 "layer is a tree softmax (any semhuff tree), a class softmax, a "
                                 "self-organized softmax, PyTorch's adaptive softmax or a full "
                                 "softmax; report held-out perplexity and speed.",
-                                formatter_class=HelpFormatter)
+                                formatter_class=HelpFormatter, epilog=SUBCOMMANDS_HELP)
     p.add_argument("corpus", nargs="+", help="text file(s) or directory; 'lee' = gensim's lee_background.cor")
     g = p.add_argument_group("data")
     g.add_argument("--heldout", nargs="+", metavar="FILE", help="held-out text to score")
@@ -82,6 +84,18 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--clip", type=float, default=0.25, help="gradient norm clip (default 0.25)")
     g.add_argument("--threads", type=int, help="PyTorch's threads (default: its own)")
     g.add_argument("--seed", type=int, default=1)
+    g = p.add_argument_group("device and long runs")
+    g.add_argument("--device", default="cpu", metavar="cpu|cuda|cuda:N",
+                   help="where the model, the batches and the evaluation run (default cpu)")
+    g.add_argument("--precision", choices=("fp32", "bf16", "fp16"), default="fp32",
+                   help="torch.autocast's precision; fp16 on CUDA only (default fp32)")
+    g.add_argument("--checkpoint", metavar="PATH",
+                   help="write a checkpoint here (atomically) at each epoch's end and every "
+                        "--checkpoint-every steps; Ctrl-C keeps the last one")
+    g.add_argument("--checkpoint-every", type=int, default=0, metavar="STEPS",
+                   help="steps between checkpoints within an epoch (default 0: epoch ends only)")
+    g.add_argument("--resume", action="store_true",
+                   help="continue the run in --checkpoint (the same corpus and settings)")
     add_plugin_option(p)
     g = p.add_argument_group("output")
     g.add_argument("-o", "--output-model", metavar="PATH", help="save the trained model (.pt)")
@@ -139,20 +153,131 @@ def network_settings(args) -> dict:
     return {name: getattr(args, name) for name in given}
 
 
+SUBCOMMANDS_HELP = ("using a trained model (-o FILE): 'semhuff-lm score MODEL TEXT...' (held-out "
+                    "perplexity and tokens/s, per file) and 'semhuff-lm sample MODEL [--prompt "
+                    "TEXT] [--tokens N] [--temperature T] [--seed S]'; see 'semhuff-lm score "
+                    "--help'. (A corpus file named score or sample: write ./score.)")
+
+
+def build_score_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=f"{PROG} score", description="Held-out perplexity of text "
+                                "under a model semhuff-lm saved (-o): the text read as the "
+                                "training run read its held-out text; on that text, the run's "
+                                "reported perplexity.", formatter_class=HelpFormatter)
+    p.add_argument("model", help="a model saved by semhuff-lm -o (.pt)")
+    p.add_argument("text", nargs="+", help="text file(s) or directory; 'lee' = gensim's lee_background.cor")
+    p.add_argument("--max-tokens", type=int, metavar="N",
+                   help="score the first N tokens only (the run's --heldout-tokens)")
+    p.add_argument("--batch", type=int, metavar="N", help="rows scored in parallel (default: the "
+                   "run's)")
+    p.add_argument("--bptt", type=int, metavar="N", help="steps a row is read in (default: the run's)")
+    p.add_argument("--device", default="cpu", metavar="cpu|cuda|cuda:N")
+    p.add_argument("--threads", type=int, help="PyTorch's threads (default: its own)")
+    p.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
+    add_plugin_option(p)
+    p.add_argument("-q", "--quiet", action="count", default=0, help="only errors")
+    p.add_argument("-v", "--verbose", action="count", default=0, help="log each step")
+    return p
+
+
+def build_sample_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=f"{PROG} sample", description="Words drawn from a model "
+                                "semhuff-lm saved (-o), one at a time from its exact "
+                                "distribution; <eos> printed as a line break.",
+                                formatter_class=HelpFormatter)
+    p.add_argument("model", help="a model saved by semhuff-lm -o (.pt)")
+    p.add_argument("--prompt", metavar="TEXT", help="the text to continue (default: a line's start)")
+    p.add_argument("--tokens", type=int, default=50, metavar="N", help="words to draw (default 50)")
+    p.add_argument("--temperature", type=float, default=1.0, metavar="T",
+                   help="log-probabilities divided by T; 0: the most probable word (default 1)")
+    p.add_argument("--seed", type=int, default=1, help="the draws' seed (default 1)")
+    p.add_argument("--device", default="cpu", metavar="cpu|cuda|cuda:N")
+    add_plugin_option(p)
+    p.add_argument("-q", "--quiet", action="count", default=0, help="only errors")
+    p.add_argument("-v", "--verbose", action="count", default=0, help="log each step")
+    return p
+
+
 def main(argv: Optional[List[str]] = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # the subcommands, before the training parser (whose first argument is a corpus)
+    if argv and argv[0] == "score":
+        return cli_main(f"{PROG} score", build_score_parser, _score, argv[1:])
+    if argv and argv[0] == "sample":
+        return cli_main(f"{PROG} sample", build_sample_parser, _sample, argv[1:])
     return cli_main(PROG, build_parser, _run, argv)
 
 
-def _run(args) -> int:
+def _needs_torch() -> None:
     try:
         import torch  # noqa: F401
     except ImportError:
         raise OptionError("semhuff-lm needs PyTorch: pip install 'semhuff[torch]'") from None
+
+
+def _score(args) -> int:
+    _needs_torch()
+    from semhuff.lm.generate import score_files
+    from semhuff.lm.trainer import load_model
+    if args.json:
+        check_writable(args.json)
+    for name in ("max_tokens", "batch", "bptt", "threads"):
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            raise OptionError(f"--{name.replace('_', '-')} must be >= 1, got {value}")
+    if args.threads:
+        import torch
+        torch.set_num_threads(args.threads)
+    loaded = load_model(args.model, args.device)
+    model, vocab, settings = loaded
+    batch, bptt = args.batch or settings.eval_batch, args.bptt or settings.bptt
+    # scored under the run's precision, as its report was (fp16 on a CPU: in fp32)
+    precision = "fp32" if settings.precision == "fp16" and args.device == "cpu" \
+        else settings.precision
+    total, each = score_files(model, vocab, resolve_corpus(args.text), loaded.eos, batch, bptt,
+                              args.max_tokens, precision=precision)
+    if args.quiet == 0:
+        for path, score in each if len(each) > 1 else []:
+            print(f"{path}: perplexity {score.perplexity:,.4f}, {score.tokens:,} tokens, "
+                  f"{score.tokens_per_second:,.0f} tokens/s")
+        print(f"perplexity {total.perplexity:,.4f} over {total.tokens:,} tokens "
+              f"({total.tokens_per_second:,.0f} tokens/s): {settings.cell} "
+              f"{model.output.describe()}")
+    if args.json:
+        from dataclasses import asdict
+        from semhuff.io_utils import atomic_output
+        with atomic_output(args.json, "w") as fh:
+            json.dump({"model": args.model, "total": asdict(total),
+                       "files": {p: asdict(sc) for p, sc in each}}, fh, indent=1)
+    return 0
+
+
+def _sample(args) -> int:
+    _needs_torch()
+    from semhuff.lm.generate import sample
+    from semhuff.lm.trainer import load_model
+    model, vocab, _ = load_model(args.model, args.device)
+    words = sample(model, vocab, tokens=args.tokens, temperature=args.temperature,
+                   seed=args.seed, prompt=args.prompt)
+    text = " ".join(words).replace(" <eos> ", "\n").replace("<eos>", "\n").strip(" ")
+    print(text)
+    return 0
+
+
+def _run(args) -> int:
+    _needs_torch()
     from semhuff.lm.token_ids import load_data
     from semhuff.lm.trainer import LMSettings, save_model, train_lm, write_report
-    for path in (args.output_model, args.report):
+    for path in (args.output_model, args.report, args.checkpoint):
         if path:
             check_writable(path)
+    if (args.resume or args.checkpoint_every) and not args.checkpoint:
+        raise OptionError("--resume and --checkpoint-every need --checkpoint PATH")
+    if args.checkpoint_every < 0:
+        raise OptionError(f"--checkpoint-every must be >= 0, got {args.checkpoint_every}")
+    if args.resume:
+        from semhuff.lm.checkpoint import read_checkpoint
+        read_checkpoint(args.checkpoint)  # not there / not a checkpoint: before the data is read
     layer = layer_settings(args)
     check_tree_spec(layer.get("tree"))  # a builder's name or a file, before any data is read
     settings = LMSettings(output=args.output, layer_options=layer, emb=args.emb,
@@ -160,13 +285,15 @@ def _run(args) -> int:
                           network_options=network_settings(args), dropout=args.dropout,
                           batch_size=args.batch_size, bptt=args.bptt, epochs=args.epochs,
                           lr=args.lr, clip=args.clip, threads=args.threads, seed=args.seed,
+                          device=args.device, precision=args.precision,
                           progress=not args.no_progress and args.quiet == 0)
     settings.check()
     data = load_data(resolve_corpus(args.corpus),
                      resolve_corpus(args.heldout) if args.heldout else None,
                      args.heldout_chars, args.min_count, args.max_vocab, args.train_tokens,
                      args.heldout_tokens)
-    model, report = train_lm(data, settings)
+    model, report = train_lm(data, settings, checkpoint=args.checkpoint,
+                             checkpoint_every=args.checkpoint_every, resume=args.resume)
     if args.output_model:
         save_model(args.output_model, model, data, report)
     if args.report:

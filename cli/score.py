@@ -46,6 +46,7 @@ def _run(args) -> int:
         check_writable(args.json)
     if args.workers < 1:
         raise OptionError(f"--workers must be >= 1, got {args.workers}")
+    _refuse_torch_file(args.model)
     model = Word2Vec.load(args.model, progress=False)
     report = model.score(resolve_corpus(args.corpus), workers=args.workers)
     print(f"model: {'skip-gram' if model.sg else 'CBOW'}, {model.layer.describe()}, "
@@ -59,6 +60,21 @@ def _run(args) -> int:
         with atomic_output(args.json, "w") as fh:
             json.dump(figures, fh, indent=1)
     return 0
+
+
+def _refuse_torch_file(path: str) -> None:
+    """A PyTorch file (a zip holding data.pkl: semhuff-lm's models and checkpoints) is not a
+    semhuff model: say which command takes it (without loading torch)."""
+    import zipfile
+    try:
+        with zipfile.ZipFile(path) as archive:
+            torch_file = any(n.endswith("data.pkl") for n in archive.namelist())
+    except (OSError, zipfile.BadZipFile):
+        return
+    if torch_file:
+        raise OptionError(f"{path} is a PyTorch file (a semhuff-lm language model or "
+                          f"checkpoint), not a semhuff-train model: score it with "
+                          f"semhuff-lm score {path} TEXT...")
 
 
 console = console_script(main)  # the console script (setup.cfg)

@@ -66,3 +66,201 @@ def test_a_bptt_longer_than_the_transformer_window_is_refused_early(tmp_path, ca
                     "--max-len", "10", "--bptt", "20"]) != 0
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--max-len" in err[0] and "nonexistent" not in err[0]
+
+
+# -- checkpoints ---------------------------------------------------------------------------------
+
+KILLER = """
+import os, signal, sys
+import torch
+torch.set_num_threads(1)
+import semhuff.lm.checkpoint as checkpoint
+saves = [0]
+real = checkpoint.save_checkpoint
+def save_then_die(*args, **kwargs):
+    real(*args, **kwargs)
+    saves[0] += 1
+    if saves[0] == int(os.environ["KILL_AFTER"]):
+        os.kill(os.getpid(), signal.SIGKILL)  # kill -9: no cleanup, no finally
+checkpoint.save_checkpoint = save_then_die
+from semhuff.cli.lm import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.parametrize("layer", [[], ["--output", "self-organized", "--reassign-every", "4"]],
+                         ids=["tree", "self-organized"])
+def test_kill_9_then_resume_gives_the_uninterrupted_numbers(tmp_path, layer):
+    import os
+    import subprocess
+    import sys
+    from semhuff.lm.checkpoint import read_checkpoint
+    run = TINY + layer + ["--epochs", "2", "--dropout", "0.2"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    whole = tmp_path / "whole.json"
+    done = subprocess.run([sys.executable, "-m", "semhuff.cli.lm", *run, "--report", str(whole)],
+                          capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stderr
+    ck, resumed = tmp_path / "run.ckpt", tmp_path / "resumed.json"
+    # saves: steps 3, 6, epoch 1's end, then step 9 (in epoch 2): killed right after it
+    killed = subprocess.run([sys.executable, "-c", KILLER, *run, "--checkpoint", str(ck),
+                             "--checkpoint-every", "3", "--report", str(resumed)],
+                            capture_output=True, text=True, timeout=120,
+                            env={**env, "KILL_AFTER": "4"})
+    assert killed.returncode == -9, killed.stderr
+    assert not resumed.exists()
+    saved = read_checkpoint(str(ck))
+    assert (saved["epoch"], saved["step"]) == (1, 9) and saved["position"] > 0
+    assert saved["state"] is not None  # the LSTM state carried into the next batch
+    done = subprocess.run([sys.executable, "-m", "semhuff.cli.lm", *run, "--checkpoint", str(ck),
+                           "--resume", "--report", str(resumed)],
+                          capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stderr
+    a, b = json.loads(whole.read_text()), json.loads(resumed.read_text())
+    assert len(b["epochs"]) == 2
+    for x, y in zip(a["epochs"], b["epochs"]):
+        assert x["heldout"]["perplexity"] == y["heldout"]["perplexity"]
+        assert x["train_loss"] == y["train_loss"] and x["tokens"] == y["tokens"]
+    assert a["untrained"] == b["untrained"]
+    # the re-assignments alike (when, what moved); not their timing, nor the interval's
+    # diagnostic perplexities: the layer's diagnostic sums are a non-persistent buffer
+    # (self_organizing.py), so after a resume they count the steps since the resume only
+    diagnostics = {"seconds", "cluster_ppl", "in_cluster_ppl", "ppl"}
+    same = (lambda rs: [{k: v for k, v in r.items() if k not in diagnostics} for r in rs])
+    assert same(a["reassignments"]) == same(b["reassignments"])
+    if layer:
+        assert len(a["reassignments"]) >= 3
+
+
+def test_resume_on_other_settings_or_data_is_refused_in_one_line(tmp_path, capsys):
+    ck = tmp_path / "run.ckpt"
+    assert lm_main(TINY + ["--checkpoint", str(ck), "-q"]) == 0
+    capsys.readouterr()
+    for change, word in ((["--lr", "0.2"], "lr"), (["--train-tokens", "4000"], "another corpus")):
+        args = TINY + ["--checkpoint", str(ck), "--resume", "-q"]
+        i = args.index(change[0]) if change[0] in args else None
+        if i is not None:
+            args[i + 1] = change[1]
+        else:
+            args += change
+        assert lm_main(args) != 0
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and word in err[0], err
+    assert lm_main(TINY + ["--resume", "-q"]) != 0
+    assert "--checkpoint" in capsys.readouterr().err
+
+
+# -- using a trained model -----------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def saved_run(tmp_path_factory, lee_path):
+    """A tiny LSTM run over a random tree, trained on lee's first 200 lines, the next 50 held
+    out in a file: (model path, report dict, held-out file)."""
+    folder = tmp_path_factory.mktemp("saved")
+    lines = open(lee_path, encoding="utf-8").read().splitlines()
+    (folder / "train.txt").write_text("\n".join(lines[:200]) + "\n")
+    (folder / "held.txt").write_text("\n".join(lines[200:250]) + "\n")
+    before = torch.get_num_threads()
+    assert lm_main([str(folder / "train.txt"), "--heldout", str(folder / "held.txt"),
+                    "--max-vocab", "400", "--emb", "16", "--hidden", "16", "--threads", "1",
+                    "--no-progress", "--tree", "random", "--heldout-tokens", "3000", "-q",
+                    "-o", str(folder / "m.pt"), "--report", str(folder / "r.json")]) == 0
+    torch.set_num_threads(before)
+    return folder / "m.pt", json.loads((folder / "r.json").read_text()), folder / "held.txt"
+
+
+def test_score_reproduces_the_reports_perplexity_exactly(saved_run, tmp_path, capsys):
+    model, report, held = saved_run
+    out = tmp_path / "score.json"
+    assert lm_main(["score", str(model), str(held), "--max-tokens", "3000",
+                    "--json", str(out)]) == 0
+    figures = json.loads(out.read_text())
+    assert figures["total"]["perplexity"] == report["epochs"][-1]["heldout"]["perplexity"]
+    assert figures["total"]["tokens"] == report["epochs"][-1]["heldout"]["tokens"]
+    assert figures["total"]["seconds"] > 0
+    assert "perplexity" in capsys.readouterr().out
+    # two files: each scored alone too
+    assert lm_main(["score", str(model), str(held), str(held), "--max-tokens", "500"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert sum(str(held) in line for line in lines) == 2
+
+
+def test_a_saved_tree_model_loads_without_rebuilding_its_tree(saved_run, monkeypatch):
+    import semhuff.lm.tree_softmax as tree_softmax
+    model_path, report, _ = saved_run
+    first = load_model(str(model_path))
+    assert first.eos is True and first.report["epochs"] == report["epochs"]
+    tree = first.model.output.tree
+    asked = []
+    real = tree_softmax.tree_for
+
+    def recording(spec, *args, **kwargs):
+        asked.append(spec)
+        return real(spec, *args, **kwargs)
+    monkeypatch.setattr(tree_softmax, "tree_for", recording)
+    again = load_model(str(model_path))
+    assert "random" not in asked  # (a semhuff tree would need its similarity source)
+    assert again.settings.layer_options["tree"] == "random"
+    assert not np.array_equal(tree.parent, real("huffman", first.vocab, None, 1, {}).parent)
+    assert np.array_equal(again.model.output.tree.parent, tree.parent)
+    assert np.array_equal(again.model.output.tree.branch, tree.branch)
+    assert again.model.output.tree.kind == tree.kind
+
+
+def test_sample_is_reproducible_and_emits_vocabulary_words(saved_run, capsys):
+    model_path = str(saved_run[0])
+    vocab = load_model(model_path).vocab
+    outputs = []
+    for seed in (5, 5, 6):
+        assert lm_main(["sample", model_path, "--tokens", "40", "--seed", str(seed),
+                        "--prompt", "the government said"]) == 0
+        outputs.append(capsys.readouterr().out)
+    assert outputs[0] == outputs[1] and outputs[0] != outputs[2]
+    words = outputs[0].split()
+    assert 0 < len(words) <= 40 and set(words) <= set(vocab.words)
+    assert lm_main(["sample", model_path, "--temperature", "-1"]) != 0
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
+def test_semhuff_score_on_a_pt_file_names_semhuff_lm_score(saved_run, capsys):
+    from semhuff.cli.score import main as score_main
+    assert score_main([str(saved_run[0]), "lee"]) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "semhuff-lm score" in err[0]
+
+
+# -- device and precision ------------------------------------------------------------------------
+
+def test_bf16_on_the_cpu_trains_to_within_5_percent_of_fp32(tmp_path):
+    import semhuff.lm.trainer as trainer
+    data = tiny_data()
+    settings = dict(emb=16, hidden=16, epochs=2, threads=1, progress=False)
+    autocasts = []
+    real = trainer.autocast
+
+    def recording(device, precision):
+        autocasts.append(precision)
+        return real(device, precision)
+    fp32 = trainer.train_lm(data, LMSettings(**settings))[1].epochs[-1].heldout.perplexity
+    trainer.autocast = recording
+    try:
+        bf16 = trainer.train_lm(data, LMSettings(precision="bf16", **settings))[1]
+    finally:
+        trainer.autocast = real
+    got = bf16.epochs[-1].heldout.perplexity
+    assert set(autocasts) == {"bf16"} and math.isfinite(got)
+    assert got != fp32  # the autocast did change the arithmetic
+    assert abs(got - fp32) <= 0.05 * fp32
+    with trainer.autocast(torch.device("cpu"), "bf16"):
+        assert (torch.ones(2, 2) @ torch.ones(2, 2)).dtype == torch.bfloat16
+
+
+@pytest.mark.parametrize("args,words", [(["--precision", "fp16"], "CUDA"),
+                                        (["--device", "tpu"], "cpu, cuda or cuda:N"),
+                                        (["--device", "cuda:7"], "CUDA device")])
+def test_devices_and_precisions_refused_in_one_line(capsys, args, words):
+    if args[-1] == "cuda:7" and torch.cuda.device_count() > 7:
+        pytest.skip("this machine has a cuda:7")
+    assert lm_main(["/nonexistent/corpus", "--heldout-chars", "10"] + args) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and words in err[0] and "nonexistent" not in err[0]

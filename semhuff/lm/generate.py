@@ -48,9 +48,11 @@ class TextScore:
         return self.tokens / self.seconds if self.seconds > 0 else float("nan")
 
 
-def score_text(model: torch.nn.Module, ids, batch: int = 10, bptt: int = 20) -> TextScore:
+def score_text(model: torch.nn.Module, ids, batch: int = 10, bptt: int = 20,
+               precision: str = "fp32") -> TextScore:
     """Perplexity of ``ids`` (word ids of the model's vocabulary) under ``model``: exactly
-    ``semhuff.lm.trainer.evaluate(model, ids, batch, bptt)``'s figures, and tokens/s."""
+    ``semhuff.lm.trainer.evaluate(model, ids, batch, bptt, precision)``'s figures, and
+    tokens/s."""
     from .trainer import evaluate
     ids = _check_ids(ids, _vocab_size(model), "ids")
     if len(ids) < 2:
@@ -60,7 +62,7 @@ def score_text(model: torch.nn.Module, ids, batch: int = 10, bptt: int = 20) -> 
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise OptionError(f"{name} must be an integer >= 1, got {value!r}")
     started = time.perf_counter()
-    held = evaluate(model, ids, batch, bptt)
+    held = evaluate(model, ids, batch, bptt, precision)
     seconds = time.perf_counter() - started
     return TextScore(held.perplexity, held.nll, held.tokens, seconds, held.cluster_perplexity,
                      held.in_cluster_perplexity)
@@ -80,21 +82,22 @@ def text_ids(paths: Sequence[str], vocab, eos: bool,
 
 
 def score_files(model: torch.nn.Module, vocab, paths: Sequence[str], eos: bool,
-                batch: int = 10, bptt: int = 20, max_tokens: Optional[int] = None):
+                batch: int = 10, bptt: int = 20, max_tokens: Optional[int] = None,
+                precision: str = "fp32"):
     """(the score of all of ``paths`` read together, [(path, its own score), ...]): perplexity,
     tokens, tokens/s (``score_text``), the text read by ``text_ids``. A file too short to
     score (fewer than 2 tokens) is an error naming it."""
     paths = list(paths)
     if not paths:
         raise OptionError("no text to score: give one or more files")
-    total = score_text(model, text_ids(paths, vocab, eos, max_tokens), batch, bptt)
+    total = score_text(model, text_ids(paths, vocab, eos, max_tokens), batch, bptt, precision)
     each = []
     if len(paths) > 1:
         for path in paths:
             ids = text_ids([path], vocab, eos, max_tokens)
             if len(ids) < 2:
                 raise OptionError(f"{path}: {len(ids)} token(s), too few to score")
-            each.append((path, score_text(model, ids, batch, bptt)))
+            each.append((path, score_text(model, ids, batch, bptt, precision)))
     else:
         each.append((paths[0], total))
     return total, each

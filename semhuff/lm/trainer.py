@@ -21,6 +21,7 @@ import dataclasses
 import json
 import logging
 import math
+import os
 import time
 from dataclasses import dataclass, field
 from typing import List, Optional
@@ -66,6 +67,8 @@ class LMSettings:
     eval_batch: int = 10
     threads: Optional[int] = None
     seed: int = 1
+    device: str = "cpu"            # cpu, cuda, cuda:N: the model, the batches, the evaluation
+    precision: str = "fp32"        # fp32, bf16, fp16 (CUDA only): torch.autocast
     progress: bool = True
 
     def check(self) -> None:
@@ -84,6 +87,13 @@ class LMSettings:
         if self.threads is not None and self.threads < 1:
             raise OptionError(f"threads must be >= 1, got {self.threads!r}")
         check_lm_layer_settings(self.output, self.layer_settings())
+        if self.precision not in PRECISIONS:
+            raise OptionError(f"precision must be one of {', '.join(PRECISIONS)}, got "
+                              f"{self.precision!r}")
+        device = resolve_device(self.device)
+        if self.precision == "fp16" and device.type != "cuda":
+            raise OptionError("precision fp16 needs a CUDA device (--device cuda); on the CPU "
+                              "use bf16 or fp32")
 
     def _check_window(self) -> None:
         """A network with a longest window (``max_len``: the Transformer's learned positions)
@@ -149,6 +159,34 @@ class LMReport:
                 f"{1e3 * last.output_seconds / max(last.tokens, 1) * 1e3:.1f} ms per 1k tokens")
 
 
+PRECISIONS = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def resolve_device(name: str) -> torch.device:
+    """``cpu``, ``cuda`` or ``cuda:N`` as a torch device; a CUDA device this machine lacks is a
+    one-line ``OptionError``."""
+    try:
+        device = torch.device(name)
+    except (RuntimeError, TypeError):
+        raise OptionError(f"device must be cpu, cuda or cuda:N, got {name!r}") from None
+    if device.type not in ("cpu", "cuda"):
+        raise OptionError(f"device must be cpu, cuda or cuda:N, got {name!r}")
+    if device.type == "cuda":
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        index = 0 if device.index is None else device.index
+        if index >= count:
+            raise OptionError(f"device {name}: this machine has "
+                              f"{'no CUDA device' if not count else f'{count} CUDA device(s)'} "
+                              f"(torch {torch.__version__}); use --device cpu")
+    return device
+
+
+def autocast(device: torch.device, precision: str):
+    """``torch.autocast`` for ``precision`` (fp32: disabled)."""
+    dtype = PRECISIONS[precision]
+    return torch.autocast(device.type, dtype=dtype or torch.float32, enabled=dtype is not None)
+
+
 def build_model(data: LMData, s: LMSettings) -> LSTMLanguageModel:
     """The network ``s.cell`` over the output layer ``s.output``, both by name."""
     torch.manual_seed(s.seed)
@@ -164,13 +202,27 @@ def _detach(state):
     return tuple(x.detach() for x in state)
 
 
+def _to(state, device):
+    if state is None or isinstance(state, torch.Tensor):
+        return None if state is None else state.to(device)
+    return tuple(x.to(device) for x in state)
+
+
+def _model_device(model) -> torch.device:
+    for p in model.parameters():
+        return p.device
+    return torch.device("cpu")
+
+
 @torch.no_grad()
-def evaluate(model: LSTMLanguageModel, ids: np.ndarray, batch: int = 10, bptt: int = 20
-             ) -> HeldOut:
-    """Exact held-out perplexity of ``ids`` (the hidden state carried along each row)."""
+def evaluate(model: LSTMLanguageModel, ids: np.ndarray, batch: int = 10, bptt: int = 20,
+             precision: str = "fp32") -> HeldOut:
+    """Exact held-out perplexity of ``ids`` (the hidden state carried along each row), on the
+    model's device; ``precision``: the autocast the run trained under."""
     was_training = model.training
     model.eval()
-    data = torch.as_tensor(batchify(ids, min(batch, max(1, len(ids) // 2))))
+    device = _model_device(model)
+    data = torch.as_tensor(batchify(ids, min(batch, max(1, len(ids) // 2)))).to(device)
     nll = cluster_nll = 0.0
     count = 0
     clustered = None
@@ -178,11 +230,13 @@ def evaluate(model: LSTMLanguageModel, ids: np.ndarray, batch: int = 10, bptt: i
     for t in range(0, data.shape[1] - 1, bptt):
         x, y = data[:, t:t + bptt], data[:, t + 1:t + 1 + bptt]
         x = x[:, :y.shape[1]]
-        out, state = model.hidden(x, state)
-        h = out.reshape(-1, out.shape[-1])
-        target = y.reshape(-1)
-        nll -= float(model.output(h, target).output.double().sum())
-        part = model.output.cluster_log_prob(h, target)
+        with autocast(device, precision):
+            out, state = model.hidden(x, state)
+            h = out.reshape(-1, out.shape[-1])
+            target = y.reshape(-1)
+            scored = model.output(h, target).output
+            part = model.output.cluster_log_prob(h, target)
+        nll -= float(scored.double().sum())
         clustered = part is not None
         if clustered:
             cluster_nll -= float(part.double().sum())
@@ -200,76 +254,149 @@ def _exp(x: float) -> float:
     return math.exp(x) if x < 700 else math.inf
 
 
-def train_lm(data: LMData, settings: LMSettings, on_epoch=None) -> "tuple[LSTMLanguageModel, LMReport]":
+def _report_from_dict(d: dict) -> LMReport:
+    """An ``LMReport`` from its ``to_dict()`` (a checkpoint's report so far)."""
+    epochs = [LMEpoch(**{**e, "heldout": HeldOut(**e["heldout"])}) for e in d["epochs"]]
+    return LMReport(d["settings"], d["layer"], d["vocab_size"], d["train_tokens"],
+                    HeldOut(**d["untrained"]), epochs, list(d["reassignments"]))
+
+
+def train_lm(data: LMData, settings: LMSettings, on_epoch=None, checkpoint: Optional[str] = None,
+             checkpoint_every: int = 0, resume: bool = False
+             ) -> "tuple[LSTMLanguageModel, LMReport]":
     """Train a fresh model on ``data``; returns (model, report). ``on_epoch(report)`` after
-    each epoch (e.g. to save)."""
+    each epoch (e.g. to save). ``checkpoint``: a file written (atomically) every
+    ``checkpoint_every`` steps (0: never mid-epoch) and at each epoch's end, with everything
+    needed to continue; ``resume``: continue from it (the same settings and data, else a
+    one-line ``CheckpointMismatch``); on the CPU with one thread the resumed run's numbers are
+    those of an uninterrupted one."""
+    from .checkpoint import IGNORED_SETTINGS, data_fingerprint, load_checkpoint, save_checkpoint
     s = settings
     s.check()
+    if isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, int) or \
+            checkpoint_every < 0:
+        raise OptionError(f"checkpoint_every must be an integer >= 0, got {checkpoint_every!r}")
+    if (resume or checkpoint_every) and not checkpoint:
+        raise OptionError("--resume and --checkpoint-every need --checkpoint PATH")
+    device = resolve_device(s.device)
     if s.threads:
         torch.set_num_threads(s.threads)
     # the sparse gradients are torch's own (embedding, the tree layers'): no per-step checks
     torch.sparse.check_sparse_tensor_invariants.disable()
-    model = build_model(data, s)
+    model = build_model(data, s).to(device)
     layer = model.output
     optimizer = torch.optim.Adagrad(model.parameters(), lr=s.lr)
-    train = torch.as_tensor(batchify(data.train, s.batch_size))
-    report = LMReport(dataclasses.asdict(s), layer.describe(), len(data.vocab), len(data.train),
-                      evaluate(model, data.heldout, s.eval_batch, s.bptt))
-    logger.info("%s; untrained held-out perplexity %.1f", layer.describe(),
-                report.untrained.perplexity)
+    # fp16 needs its loss scaled (bf16 has fp32's range)
+    scaler = torch.amp.GradScaler(device.type) if s.precision == "fp16" else None
+    train = torch.as_tensor(batchify(data.train, s.batch_size)).to(device)
+    fingerprint = data_fingerprint(data.train, data.vocab.words, data.heldout) \
+        if checkpoint else None
+    # where the run starts: afresh, or where the checkpoint left it
+    start_epoch, position, step, carried, sums = 0, 0, 0, None, None
+    if resume:
+        saved = load_checkpoint(checkpoint, settings=s, data_fingerprint=fingerprint,
+                                model=model, optimizer=optimizer, map_location=device,
+                                ignore=IGNORED_SETTINGS | {"device"})
+        report = _report_from_dict(saved.report)
+        report.settings = dataclasses.asdict(s)
+        start_epoch, position, step = saved.epoch, saved.position, saved.step
+        carried = _to(saved.state, device)
+        sums = (saved.extra or {}).get("sums")
+        logger.info("resumed %s at step %d (epoch %d, position %d)", checkpoint, step,
+                    start_epoch + 1, position)
+    else:
+        report = LMReport(dataclasses.asdict(s), layer.describe(), len(data.vocab),
+                          len(data.train), evaluate(model, data.heldout, s.eval_batch, s.bptt,
+                                                    s.precision))
+        logger.info("%s; untrained held-out perplexity %.1f", layer.describe(),
+                    report.untrained.perplexity)
+
+    def save(epoch, at, state, running):
+        save_checkpoint(checkpoint, model=model, optimizer=optimizer, step=step, epoch=epoch,
+                        position=at, settings=s, data_fingerprint=fingerprint, report=report,
+                        state=state, extra={"sums": running})
+
     steps = range(0, train.shape[1] - 1, s.bptt)
     from tqdm.auto import tqdm
-    for epoch in range(s.epochs):
-        model.train()
-        state = None
-        loss_sum, tokens, output_seconds = 0.0, 0, 0.0
-        started = time.perf_counter()
-        bar = tqdm(total=len(steps) * s.batch_size * s.bptt, unit="tok", unit_scale=True,
-                   desc=f"epoch {epoch + 1}/{s.epochs}", disable=not s.progress, leave=False,
-                   dynamic_ncols=True)
-        try:
-            for t in steps:
-                x, y = train[:, t:t + s.bptt], train[:, t + 1:t + 1 + s.bptt]
-                x = x[:, :y.shape[1]]
-                optimizer.zero_grad(set_to_none=True)
-                out, state = model.hidden(x, _detach(state))
-                # the output layer apart: its forward and backward on the detached LSTM output
-                h = out.detach().requires_grad_()
-                layer_started = time.perf_counter()
-                loss = layer(h, y).loss
-                loss.backward()
-                output_seconds += time.perf_counter() - layer_started
-                value = float(loss.detach())
-                if not math.isfinite(value):
-                    raise TrainingDiverged(f"training diverged in epoch {epoch + 1}: the loss "
-                                           f"became {value} (learning rate {s.lr} too high?); "
-                                           f"nothing was written")
-                out.backward(h.grad)
-                clip_grad_norm(model.parameters(), s.clip)
-                optimizer.step()
-                info = layer.after_step(optimizer)
-                if info is not None:
-                    report.reassignments.append({"epoch": epoch, **info})
-                n = y.numel()
-                loss_sum += value * n
-                tokens += n
-                bar.update(n)
-                bar.set_postfix_str(f"loss {loss_sum / tokens:.3f}", refresh=False)
-        finally:
-            bar.close()
-        seconds = time.perf_counter() - started
-        heldout = evaluate(model, data.heldout, s.eval_batch, s.bptt)
-        finite = all(bool(torch.isfinite(p.detach()).all()) for p in model.parameters())
-        if not (finite and math.isfinite(heldout.perplexity)):
-            raise TrainingDiverged(f"training diverged in epoch {epoch + 1}: the "
-                                   f"{'weights' if not finite else 'held-out perplexity'} "
-                                   f"became non-finite (learning rate {s.lr} too high?); "
-                                   f"nothing was written")
-        report.epochs.append(LMEpoch(loss_sum / tokens, seconds, tokens, output_seconds, heldout))
-        logger.info("epoch %d: train loss %.4f, held-out perplexity %.2f, %.0f tokens/s",
-                    epoch + 1, loss_sum / tokens, heldout.perplexity, tokens / seconds)
-        if on_epoch is not None:
-            on_epoch(report)
+    try:
+        for epoch in range(start_epoch, s.epochs):
+            model.train()
+            state = carried
+            loss_sum, tokens, output_seconds, before = sums or (0.0, 0, 0.0, 0.0)
+            carried, sums = None, None
+            started = time.perf_counter() - before
+            todo = [t for t in steps if t >= position]
+            position = 0
+            bar = tqdm(total=len(steps) * s.batch_size * s.bptt, unit="tok", unit_scale=True,
+                       desc=f"epoch {epoch + 1}/{s.epochs}", disable=not s.progress,
+                       leave=False, dynamic_ncols=True, initial=tokens)
+            try:
+                for t in todo:
+                    x, y = train[:, t:t + s.bptt], train[:, t + 1:t + 1 + s.bptt]
+                    x = x[:, :y.shape[1]]
+                    optimizer.zero_grad(set_to_none=True)
+                    with autocast(device, s.precision):
+                        out, state = model.hidden(x, _detach(state))
+                    # the output layer apart: its forward and backward on the detached output
+                    h = out.detach().requires_grad_()
+                    layer_started = time.perf_counter()
+                    with autocast(device, s.precision):
+                        loss = layer(h, y).loss
+                    (loss if scaler is None else scaler.scale(loss)).backward()
+                    output_seconds += time.perf_counter() - layer_started
+                    value = float(loss.detach())
+                    if not math.isfinite(value):
+                        raise TrainingDiverged(f"training diverged in epoch {epoch + 1}: the "
+                                               f"loss became {value} (learning rate {s.lr} too "
+                                               f"high?); nothing was written")
+                    out.backward(h.grad)
+                    if scaler is not None:
+                        scaler.unscale_(optimizer)
+                    clip_grad_norm(model.parameters(), s.clip)
+                    if scaler is None:
+                        optimizer.step()
+                    else:
+                        scaler.step(optimizer)
+                        scaler.update()
+                    step += 1
+                    info = layer.after_step(optimizer)
+                    if info is not None:
+                        report.reassignments.append({"epoch": epoch, **info})
+                    n = y.numel()
+                    loss_sum += value * n
+                    tokens += n
+                    bar.update(n)
+                    bar.set_postfix_str(f"loss {loss_sum / tokens:.3f}", refresh=False)
+                    if checkpoint_every and step % checkpoint_every == 0 and \
+                            t + s.bptt < train.shape[1] - 1:
+                        save(epoch, t + s.bptt, _detach(state),
+                             (loss_sum, tokens, output_seconds,
+                              time.perf_counter() - started))
+            finally:
+                bar.close()
+            seconds = time.perf_counter() - started
+            heldout = evaluate(model, data.heldout, s.eval_batch, s.bptt, s.precision)
+            finite = all(bool(torch.isfinite(p.detach()).all()) for p in model.parameters())
+            if not (finite and math.isfinite(heldout.perplexity)):
+                raise TrainingDiverged(f"training diverged in epoch {epoch + 1}: the "
+                                       f"{'weights' if not finite else 'held-out perplexity'} "
+                                       f"became non-finite (learning rate {s.lr} too high?); "
+                                       f"nothing was written")
+            report.epochs.append(LMEpoch(loss_sum / tokens, seconds, tokens, output_seconds,
+                                         heldout))
+            logger.info("epoch %d: train loss %.4f, held-out perplexity %.2f, %.0f tokens/s",
+                        epoch + 1, loss_sum / tokens, heldout.perplexity, tokens / seconds)
+            if checkpoint:
+                save(epoch + 1, 0, None, None)
+            if on_epoch is not None:
+                on_epoch(report)
+    except BaseException as exc:
+        # Ctrl-C, SIGTERM (semhuff.cli's Terminated): the checkpoint on disk is whole (written
+        # atomically); say where it is
+        if not isinstance(exc, Exception) and checkpoint and os.path.exists(checkpoint):
+            logger.warning("interrupted: the last checkpoint is kept in %s (--resume continues "
+                           "from it)", checkpoint)
+        raise
     return model, report
 
 
@@ -283,10 +410,40 @@ def save_model(path: str, model: LSTMLanguageModel, data: LMData, report: LMRepo
         torch.save(payload, fh)
 
 
-def load_model(path: str):
-    """(model, vocab, settings) of a file ``save_model`` wrote."""
+class LoadedModel(tuple):
+    """``(model, vocab, settings)`` as ``load_model`` has always returned (unpack it so), with
+    ``.eos`` (whether the model's text has ``<eos>`` at line ends) and ``.report`` (the
+    training run's report, a dict) as attributes."""
+
+    def __new__(cls, model, vocab, settings, eos: bool, report):
+        loaded = super().__new__(cls, (model, vocab, settings))
+        loaded.eos, loaded.report = bool(eos), report
+        return loaded
+
+    model = property(lambda self: self[0])
+    vocab = property(lambda self: self[1])
+    settings = property(lambda self: self[2])
+
+
+def load_model(path: str, device: str = "cpu") -> LoadedModel:
+    """(model, vocab, settings) of a file ``save_model`` wrote (``.eos``, ``.report`` too), the
+    model on ``device``. A tree layer's tree comes from the file (not rebuilt from its builder
+    and similarity source: a ``--tree semhuff`` model loads without WordNet)."""
+    from ..errors import ModelFileError
     from ..vocab import Vocab
-    payload = torch.load(path, map_location="cpu", weights_only=False)
+    from .tree_softmax import TreeSoftmax
+    from ..trees import tree_builder_options
+    try:
+        payload = torch.load(path, map_location="cpu", weights_only=False)
+    except FileNotFoundError:
+        raise ModelFileError(f"model not found: {path}") from None
+    except Exception as exc:  # not a torch file, or a damaged one
+        raise ModelFileError(f"{path} is not a semhuff-lm model "
+                             f"({type(exc).__name__}: {str(exc).splitlines()[0][:100]})") from None
+    if not isinstance(payload, dict) or "state_dict" not in payload:
+        what = ("a semhuff-lm checkpoint (semhuff-lm --checkpoint it --resume continues it)"
+                if isinstance(payload, dict) and "model_state" in payload else "another file")
+        raise ModelFileError(f"{path} is not a semhuff-lm model: it is {what}")
     vocab = Vocab(payload["words"], np.asarray(payload["counts"]),
                   int(np.sum(payload["counts"])))
     saved = dict(payload["settings"])
@@ -297,10 +454,20 @@ def load_model(path: str):
         if name not in takes:
             saved.pop(name, None)
     settings = LMSettings(**saved)
+    build = settings
+    if issubclass(lm_layer_class(settings.output), TreeSoftmax) and \
+            "output.tree_parent" in payload["state_dict"]:
+        # the saved tree replaces whatever is built: build the cheapest tree of the same size
+        # (any binary tree over V words has 2V - 1 nodes), no builder options, no similarity
+        builders = {o.name for o in tree_builder_options()}
+        build = dataclasses.replace(settings, tree="huffman", similarity=None, layer_options={
+            k: v for k, v in settings.layer_options.items()
+            if k not in builders and k not in ("tree", "similarity")})
     data = LMData(vocab, np.zeros(0, np.int64), np.zeros(0, np.int64), payload["eos"])
-    model = build_model(data, settings)
+    model = build_model(data, build)
     model.load_state_dict(payload["state_dict"])
-    return model, vocab, settings
+    return LoadedModel(model.to(resolve_device(device)), vocab, settings, payload["eos"],
+                       payload.get("report"))
 
 
 def write_report(path: str, report: LMReport) -> None:
