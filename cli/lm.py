@@ -294,6 +294,13 @@ def _run(args) -> int:
                      args.heldout_tokens)
     model, report = train_lm(data, settings, checkpoint=args.checkpoint,
                              checkpoint_every=args.checkpoint_every, resume=args.resume)
+    import torch.distributed as dist
+    if dist.is_available() and dist.is_initialized():  # torchrun: rank 0 writes and reports
+        rank = dist.get_rank()
+        dist.barrier()
+        dist.destroy_process_group()
+        if rank:
+            return 0
     if args.output_model:
         save_model(args.output_model, model, data, report)
     if args.report:

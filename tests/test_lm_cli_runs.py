@@ -264,3 +264,48 @@ def test_devices_and_precisions_refused_in_one_line(capsys, args, words):
     assert lm_main(["/nonexistent/corpus", "--heldout-chars", "10"] + args) != 0
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and words in err[0] and "nonexistent" not in err[0]
+
+
+# -- several processes ---------------------------------------------------------------------------
+
+def test_torchrun_two_processes_give_one_process_perplexity(tmp_path):
+    """2 processes on gloo, each its 4 rows of the batch of 8 (gradients averaged, the
+    self-organized statistic reduced before each re-assignment, held-out rows split and the
+    sums added): the held-out perplexity of one process with the same batch, within 1%."""
+    import os
+    import subprocess
+    import sys
+    run = TINY + ["--batch-size", "8", "--output", "self-organized", "--reassign-every", "4"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    one, two = tmp_path / "one.json", tmp_path / "two.json"
+    done = subprocess.run([sys.executable, "-m", "semhuff.cli.lm", *run, "--report", str(one),
+                           "-q"], capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stderr
+    done = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone",
+                           "--nproc-per-node", "2", "-m", "semhuff.cli.lm", *run, "--report",
+                           str(two)], capture_output=True, text=True, timeout=180, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.count("untrained held-out perplexity") == 1  # rank 0 reports
+    a, b = json.loads(one.read_text()), json.loads(two.read_text())
+    assert a["epochs"][0]["tokens"] == b["epochs"][0]["tokens"]  # the whole batch counted
+    assert b["untrained"]["tokens"] == a["untrained"]["tokens"]
+    assert b["untrained"]["perplexity"] == pytest.approx(a["untrained"]["perplexity"], rel=1e-6)
+    # the first step's update alike: the same loss over the epoch (to rounding)
+    assert b["epochs"][0]["train_loss"] == pytest.approx(a["epochs"][0]["train_loss"], rel=1e-3)
+    pa, pb = a["epochs"][0]["heldout"]["perplexity"], b["epochs"][0]["heldout"]["perplexity"]
+    assert abs(pa - pb) <= 0.01 * pa
+    assert len(a["reassignments"]) == len(b["reassignments"]) >= 2
+    # the first re-assignment sees the same statistic on both (the ranks' means of the
+    # same model's smoothing)
+    assert a["reassignments"][0]["changed_share"] == b["reassignments"][0]["changed_share"]
+
+
+def test_torchrun_with_a_batch_that_does_not_split_is_refused(tmp_path):
+    import os
+    import subprocess
+    import sys
+    done = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone",
+                           "--nproc-per-node", "2", "-m", "semhuff.cli.lm", *TINY,
+                           "--batch-size", "7"], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert done.returncode != 0 and "multiple of 2" in done.stderr

@@ -187,6 +187,43 @@ def autocast(device: torch.device, precision: str):
     return torch.autocast(device.type, dtype=dtype or torch.float32, enabled=dtype is not None)
 
 
+def process_group(device: torch.device):
+    """(world size, rank) of a ``torchrun`` launch (``WORLD_SIZE`` > 1: the process group is
+    started, gloo on the CPU, NCCL on CUDA), else (1, 0)."""
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world < 2:
+        return 1, 0
+    import torch.distributed as dist
+    if not dist.is_initialized():
+        dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+    return dist.get_world_size(), dist.get_rank()
+
+
+def _all_reduce_sum(values, device) -> list:
+    """``values`` (floats) summed over the ranks (float64)."""
+    import torch.distributed as dist
+    t = torch.tensor(values, dtype=torch.float64, device=device)
+    dist.all_reduce(t)
+    return t.tolist()
+
+
+def _average_gradients(model: torch.nn.Module, world: int) -> None:
+    """Every gradient the mean of the ranks' (each rank's loss is the mean over its rows, the
+    ranks' rows equal in number: the mean is the whole batch's gradient); sparse gradients
+    (the embedding's, the tree layers' rows) reduced as sparse tensors (gloo takes them)."""
+    import torch.distributed as dist
+    for p in model.parameters():
+        if p.grad is None:  # a parameter no rank used this step has no gradient anywhere
+            continue
+        if p.grad.is_sparse:
+            grad = p.grad.coalesce()
+            dist.all_reduce(grad)
+            p.grad = (grad / world).coalesce()
+        else:
+            dist.all_reduce(p.grad)
+            p.grad.div_(world)
+
+
 def build_model(data: LMData, s: LMSettings) -> LSTMLanguageModel:
     """The network ``s.cell`` over the output layer ``s.output``, both by name."""
     torch.manual_seed(s.seed)
@@ -223,11 +260,15 @@ def evaluate(model: LSTMLanguageModel, ids: np.ndarray, batch: int = 10, bptt: i
     model.eval()
     device = _model_device(model)
     data = torch.as_tensor(batchify(ids, min(batch, max(1, len(ids) // 2)))).to(device)
+    world, rank = (torch.distributed.get_world_size(), torch.distributed.get_rank()) \
+        if torch.distributed.is_available() and torch.distributed.is_initialized() else (1, 0)
+    if world > 1:  # each rank scores its rows; the sums are added up below
+        data = data[rank::world]
     nll = cluster_nll = 0.0
     count = 0
     clustered = None
     state = None
-    for t in range(0, data.shape[1] - 1, bptt):
+    for t in range(0, data.shape[1] - 1 if len(data) else 0, bptt):
         x, y = data[:, t:t + bptt], data[:, t + 1:t + 1 + bptt]
         x = x[:, :y.shape[1]]
         with autocast(device, precision):
@@ -242,6 +283,10 @@ def evaluate(model: LSTMLanguageModel, ids: np.ndarray, batch: int = 10, bptt: i
             cluster_nll -= float(part.double().sum())
         count += target.numel()
     model.train(was_training)
+    if world > 1:
+        nll, cluster_nll, count, any_clustered = _all_reduce_sum(
+            [nll, cluster_nll, count, float(bool(clustered))], device)
+        count, clustered = int(count), any_clustered > 0
     mean = nll / count
     result = HeldOut(_exp(mean), mean, count)
     if clustered:
@@ -279,6 +324,16 @@ def train_lm(data: LMData, settings: LMSettings, on_epoch=None, checkpoint: Opti
     if (resume or checkpoint_every) and not checkpoint:
         raise OptionError("--resume and --checkpoint-every need --checkpoint PATH")
     device = resolve_device(s.device)
+    world, rank = process_group(device)
+    if world > 1:
+        if device.type == "cuda" and device.index is None:
+            device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", rank)))
+        if s.batch_size % world:
+            raise OptionError(f"batch size {s.batch_size} does not split over {world} "
+                              f"processes: give a multiple of {world}")
+        if checkpoint:
+            raise OptionError("--checkpoint with several processes is not supported yet: run "
+                              "one process to checkpoint")
     if s.threads:
         torch.set_num_threads(s.threads)
     # the sparse gradients are torch's own (embedding, the tree layers'): no per-step checks
@@ -289,6 +344,9 @@ def train_lm(data: LMData, settings: LMSettings, on_epoch=None, checkpoint: Opti
     # fp16 needs its loss scaled (bf16 has fp32's range)
     scaler = torch.amp.GradScaler(device.type) if s.precision == "fp16" else None
     train = torch.as_tensor(batchify(data.train, s.batch_size)).to(device)
+    if world > 1:  # each rank its rows of the batch (the same columns: the same steps)
+        rows = s.batch_size // world
+        train = train[rank * rows:(rank + 1) * rows]
     fingerprint = data_fingerprint(data.train, data.vocab.words, data.heldout) \
         if checkpoint else None
     # where the run starts: afresh, or where the checkpoint left it
@@ -328,7 +386,7 @@ def train_lm(data: LMData, settings: LMSettings, on_epoch=None, checkpoint: Opti
             todo = [t for t in steps if t >= position]
             position = 0
             bar = tqdm(total=len(steps) * s.batch_size * s.bptt, unit="tok", unit_scale=True,
-                       desc=f"epoch {epoch + 1}/{s.epochs}", disable=not s.progress,
+                       desc=f"epoch {epoch + 1}/{s.epochs}", disable=not s.progress or rank,
                        leave=False, dynamic_ncols=True, initial=tokens)
             try:
                 for t in todo:
@@ -350,6 +408,8 @@ def train_lm(data: LMData, settings: LMSettings, on_epoch=None, checkpoint: Opti
                                                f"loss became {value} (learning rate {s.lr} too "
                                                f"high?); nothing was written")
                     out.backward(h.grad)
+                    if world > 1:
+                        _average_gradients(model, world)
                     if scaler is not None:
                         scaler.unscale_(optimizer)
                     clip_grad_norm(model.parameters(), s.clip)
@@ -375,6 +435,10 @@ def train_lm(data: LMData, settings: LMSettings, on_epoch=None, checkpoint: Opti
             finally:
                 bar.close()
             seconds = time.perf_counter() - started
+            if world > 1:  # the whole batch's loss and tokens; the slowest rank's time
+                loss_sum, tokens, output_seconds = _all_reduce_sum(
+                    [loss_sum, tokens, output_seconds / world], device)
+                tokens = int(tokens)
             heldout = evaluate(model, data.heldout, s.eval_batch, s.bptt, s.precision)
             finite = all(bool(torch.isfinite(p.detach()).all()) for p in model.parameters())
             if not (finite and math.isfinite(heldout.perplexity)):
