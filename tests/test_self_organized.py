@@ -311,6 +311,41 @@ def test_save_load_continue_and_options(tmp_path, lee_path, options):
         Word2Vec(lee_path, **options, **{**settings, "layer_options": {"colour": 1}})
 
 
+def test_the_statistic_stops_where_the_reassignments_do(lee_path):
+    """Past ``reassign_until`` no re-assignment of the call reads q, so the binary form stops
+    gathering it (issue 38): at its last re-assignment when the next hook point can only fall
+    past that share, else at the first hook point past it; from there to the end of the call q
+    does not change; before it, it does."""
+    from semhuff.hooks import Hook
+
+    class Watch(Hook):  # runs after the layer's own hooks, at every chunk boundary
+        every_words = 1
+
+        def __init__(self):
+            self.seen = []
+
+        def on_words(self, context):
+            layer = context.layer
+            self.seen.append((context.progress, context.words_done, layer.gathering,
+                              layer.organizer.q.copy()))
+
+    model = Word2Vec(loss="hs-self-organized", vector_size=12, min_count=5, epochs=3, workers=1,
+                     seed=2, progress=False, chunk_words=5_000,
+                     layer_options=dict(clusters=20, reassign_every=10_000))
+    model.build_vocab(lee_path)
+    watch = Watch()
+    model.train(lee_path, hooks=[watch])
+    until = model.layer.organizer.reassign_until
+    flags = [gathering for _, _, gathering, _ in watch.seen]
+    off = flags.index(False)
+    assert all(flags[:off]) and not any(flags[off:])
+    past = next(i for i, seen in enumerate(watch.seen) if seen[0] > until)
+    last = model.layer.organizer.history[-1, 0]  # words done at the last re-assignment
+    assert off <= past and watch.seen[off][1] >= last
+    np.testing.assert_array_equal(model.layer.organizer.q, watch.seen[off][3])
+    assert not np.array_equal(watch.seen[0][3], watch.seen[off - 1][3])  # gathered before it
+
+
 def test_self_organized_options_refused_for_fixed_trees(lee_path):
     with pytest.raises(OptionError, match="loss 'hs' does not use reassign_every"):
         Word2Vec(lee_path, loss="hs", tree="huffman", layer_options={"reassign_every": 10})

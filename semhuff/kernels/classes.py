@@ -215,7 +215,7 @@ def observe_tree(inputs, rows, k, w, syn1, q, lam, top_row, top_child, D):
 # private hot rows); the loop only draws, per centre, whether it is sampled, and keeps a sampled
 # centre's context rows (``pick``); after the sentence the statistic is gathered from them
 # (``observe_picked``). Calling ``observe_tree`` inside the centre loop, as the body did before
-# issue 38, made the whole step 20-25% slower even on centres not sampled (docs/performance.md).
+# issue 38, made the whole step 12-28% slower even on centres not sampled (docs/performance.md).
 
 
 @numba.njit(inline="always", nogil=True)

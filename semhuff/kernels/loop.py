@@ -11,9 +11,10 @@ the *body* of the output layer does the work for that centre:
                 ``hs.score_centre`` / ``hs.score_predict``);
 * ``CLASS``     two-level class softmax, training, with the self-organizing statistic
                 (``classes.centre`` / ``classes.predict``); ``CLASS_SCORE`` its exact scoring;
-* ``SO_HS``     hierarchical softmax over a tree built from clusters, training, and on a sample
-                of the centres the full cluster distribution for the statistic
-                (``classes.tree_centre`` / ``classes.tree_predict``, the binary form);
+* ``SO_HS``     hierarchical softmax over a tree built from clusters, training: HS's own step
+                (``hs.centre`` / ``hs.predict``), and on a sample of the centres (``classes.pick``,
+                one draw a centre) the full cluster distribution for the statistic, gathered
+                after each sentence (``classes.observe_picked``; the binary form);
 * ``HS_NS``     hierarchical softmax and negative sampling on the same input vectors (gensim's
                 ``hs=1, negative>0``; word2vec.c's ``-hs 1 -negative N``): ``larg = (the HS
                 layer's arrays, the NS layer's, the NS rows)``; skip-gram runs the centre's HS
@@ -62,7 +63,8 @@ SO_HS bodies) the hottest rows go to the calling thread's private copies (``devi
 target and noise row and HS and SO_HS to each centre's path (``hot=MAP_ROWS``), unless their
 paths come mapped in ``larg`` (``hot=OWN_PATHS``: the layer's ``thread_args`` appends the
 thread's table of mapped paths; mapping in the kernel costs 4% of a thread's time; SO_HS's
-sampled statistic reads the shared rows, at most a chunk old), and ``hot_in`` the map from word
+sampled statistic reads the shared rows, at most a chunk old, and the input vectors at the
+sentence's end), and ``hot_in`` the map from word
 id to row of ``syn0`` (the most written input vectors' private copies); else both ``NO_HOT``.
 ``lockf`` (kernels built with ``lock=True`` only; the others take 16 arguments): float32, one
 lock factor per **row of** ``syn0`` (gensim's ``wv.vectors_lockf`` mapped through ``hot_in``'s
