@@ -79,10 +79,11 @@ def _is_int(value) -> bool:
 LOSS_OPTIONS = (
     Option("ignore_index", int, -100, "a target id that adds no loss and no gradient (padding), "
            "as torch.nn.CrossEntropyLoss", metavar="ID",
-           check=lambda v: None if _is_int(v) else "must be an integer"),
+           check=lambda v: None if _is_int(v) else "must be an integer", cli=False),
     Option("reduction", str, "mean", "the loss returned: the mean over the targets not "
-           "ignored, their sum, or none (one per token)", choices=("mean", "sum", "none")),
-)
+           "ignored, their sum, or none (one per token)", choices=("mean", "sum", "none"),
+           cli=False),
+)  # for the user's own training loops (cli=False): semhuff-lm trains on the mean of every token
 
 
 # declarations several layers share (each layer's OPTIONS lists its own)

@@ -34,7 +34,7 @@ from ..io_utils import atomic_output
 from .token_ids import LMData, batchify
 from .networks import LSTMLanguageModel, check_lm_network_settings, lm_network_class, \
     network_options
-from .optim_state import clip_grad_norm
+from .optim_state import check_optimizer, clip_grad_norm
 from .output import TRAINER_DEFAULTS, check_lm_layer_settings, layer_options, lm_layer_class, \
     make_output_layer
 
@@ -87,6 +87,10 @@ class LMSettings:
         if self.threads is not None and self.threads < 1:
             raise OptionError(f"threads must be >= 1, got {self.threads!r}")
         check_lm_layer_settings(self.output, self.layer_settings())
+        loss_api = sorted(k for k in ("ignore_index", "reduction") if k in self.layer_options)
+        if loss_api:  # the trainer's loss is the mean over every token; they would change it
+            raise OptionError(f"{', '.join(loss_api)}: for your own training loops "
+                              f"(make_output_layer); semhuff-lm trains on every token's mean loss")
         if self.precision not in PRECISIONS:
             raise OptionError(f"precision must be one of {', '.join(PRECISIONS)}, got "
                               f"{self.precision!r}")
@@ -341,6 +345,7 @@ def train_lm(data: LMData, settings: LMSettings, on_epoch=None, checkpoint: Opti
     model = build_model(data, s).to(device)
     layer = model.output
     optimizer = torch.optim.Adagrad(model.parameters(), lr=s.lr)
+    check_optimizer(optimizer, model)  # a plugin layer's gradients Adagrad cannot take: one line
     # fp16 needs its loss scaled (bf16 has fp32's range)
     scaler = torch.amp.GradScaler(device.type) if s.precision == "fp16" else None
     train = torch.as_tensor(batchify(data.train, s.batch_size)).to(device)
