@@ -20,6 +20,17 @@ def shared_corpus():
     return CORPUS
 
 
+@pytest.fixture
+def torch_one_thread():
+    """Tiny torch models in one thread (on a busy 2-core machine, threads only contend; and one
+    thread makes a run bit-for-bit reproducible). Used by the LM tests through ``usefixtures``."""
+    import torch
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 @pytest.fixture(scope="session")
 def lee_path():
     from gensim.test.utils import datapath

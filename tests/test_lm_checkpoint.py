@@ -22,12 +22,7 @@ from semhuff.lm.trainer import LMSettings, _detach  # noqa: E402
 K, BATCH, BPTT = 8, 4, 6
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("torch_one_thread")
 
 
 @pytest.fixture(scope="module")

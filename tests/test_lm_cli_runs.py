@@ -19,12 +19,7 @@ TINY = ["lee", "--max-vocab", "300", "--heldout-chars", "20000", "--emb", "16", 
         "--train-tokens", "5000", "--threads", "1", "--no-progress"]
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("torch_one_thread")
 
 
 def tiny_data():

@@ -13,6 +13,8 @@ torch = pytest.importorskip("torch")
 F = torch.nn.functional
 
 from semhuff import Word2Vec  # noqa: E402
+import lm_helpers  # noqa: E402
+from lm_helpers import randomise  # noqa: E402
 from semhuff.errors import OptionError  # noqa: E402
 from semhuff.lm import (AdaptiveSoftmax, TwoLevelSoftmax, FullSoftmax,  # noqa: E402
                         SelfOrganizingSoftmax, TreeSoftmax, make_output_layer)
@@ -20,7 +22,6 @@ from semhuff.lm.output import LM_LAYERS  # noqa: E402
 from semhuff.trees import make_tree  # noqa: E402
 from semhuff.trees.clusters import frequency_binning, random_clusters  # noqa: E402
 from semhuff.trees.huffman import build_huffman  # noqa: E402
-from semhuff.vocab import Vocab  # noqa: E402
 
 D = 6
 V = 40
@@ -28,16 +29,7 @@ CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device 
 
 
 def zipf_vocab(n=V):
-    counts = np.maximum((1000 / np.arange(1, n + 1)).astype(np.int64), 1)
-    return Vocab([f"w{i}" for i in range(n)], counts, int(counts.sum()))
-
-
-def randomise(layer, scale=0.5, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for p in layer.parameters():
-            p.copy_(torch.randn(p.shape, generator=g, dtype=torch.float64).to(p) * scale)
-    return layer
+    return lm_helpers.zipf_vocab(n)
 
 
 def layers(vocab, dtype=torch.float64, device="cpu", **so):

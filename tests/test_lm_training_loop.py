@@ -9,12 +9,13 @@ import os
 import traceback
 import warnings
 
-import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
 
+import lm_helpers  # noqa: E402
+from lm_helpers import randomise  # noqa: E402
 from semhuff.errors import OptionError  # noqa: E402
 from semhuff.lm import (AdaptiveSoftmax, FullSoftmax, SelfOrganizingSoftmax,  # noqa: E402
                         TreeSoftmax, TwoLevelSoftmax, make_output_layer)
@@ -22,7 +23,6 @@ from semhuff.lm.optim_state import (OptimizerError, NonFiniteNorm, check_optimiz
                                     clip_grad_norm)
 from semhuff.trees.clusters import default_clusters, frequency_binning  # noqa: E402
 from semhuff.trees.huffman import build_huffman  # noqa: E402
-from semhuff.vocab import Vocab  # noqa: E402
 
 D = 8
 V = 60
@@ -46,16 +46,7 @@ CLASS_LAYERS = {"class", "class sparse", "self-organized", "self-organized spars
 
 
 def zipf_vocab(n=V):
-    counts = np.maximum((1000 / np.arange(1, n + 1)).astype(np.int64), 1)
-    return Vocab([f"w{i}" for i in range(n)], counts, int(counts.sum()))
-
-
-def randomise(layer, scale=0.5, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for p in layer.parameters():
-            p.copy_(torch.randn(p.shape, generator=g, dtype=torch.float64).to(p) * scale)
-    return layer
+    return lm_helpers.zipf_vocab(n)
 
 
 def build(kind, vocab, **options):

@@ -16,13 +16,7 @@ from semhuff.lm.trainer import LMSettings, _detach, evaluate, train_lm  # noqa: 
 from semhuff.lm.transformer import TransformerLanguageModel  # noqa: E402
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny models: torch's threads only contend (on a busy 2-core machine, 10x slower)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("torch_one_thread")
 
 
 def markov_data(n_words=40, train=12000, heldout=2000, seed=0):
