@@ -182,3 +182,19 @@ def cli_main(prog: str, build_parser: Callable[[], argparse.ArgumentParser],
     args = short_errors(build_parser()).parse_args(argv)
     setup_logging(args.verbose - args.quiet)
     return run_cli(prog, lambda: body(args))
+
+
+# corpora named on the command line that ship with a dependency (no download)
+BUILTIN_CORPORA = {"lee": "lee_background.cor"}
+
+
+def resolve_corpus(paths: List[str]) -> List[str]:
+    """The corpus arguments of every CLI: a path as given, or a built-in corpus's file (``lee``:
+    gensim's lee_background.cor) when no such path exists."""
+    out = []
+    for path in paths:
+        if not os.path.exists(path) and path in BUILTIN_CORPORA:
+            from gensim.test.utils import datapath
+            path = datapath(BUILTIN_CORPORA[path])
+        out.append(path)
+    return out

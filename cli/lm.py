@@ -20,8 +20,7 @@ from semhuff.io_utils import check_writable
 from semhuff.options import add_option_flags, parse_assignments
 from semhuff.trees.spec import check_tree_spec
 
-from .common import HelpFormatter, add_plugin_option, cli_main, console_script
-from .train import resolve_corpus
+from .common import HelpFormatter, add_plugin_option, cli_main, console_script, resolve_corpus
 
 PROG = "semhuff-lm"
 

@@ -17,8 +17,7 @@ from semhuff.errors import OptionError
 from semhuff.io_utils import atomic_output, check_writable
 from semhuff.model import Word2Vec, default_workers
 
-from .common import HelpFormatter, add_plugin_option, cli_main, console_script
-from .train import resolve_corpus
+from .common import HelpFormatter, add_plugin_option, cli_main, console_script, resolve_corpus
 
 PROG = "semhuff-score"
 

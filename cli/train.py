@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import sys
 import time
 from typing import List, Optional
@@ -30,14 +29,13 @@ from semhuff.trees.spec import check_tree_spec
 from semhuff.vectors_io import FORMATS, resolve_format
 from semhuff.wording import counted
 
-from .common import HelpFormatter, add_plugin_option, cli_main, console_script
+from .common import HelpFormatter, add_plugin_option, cli_main, console_script, resolve_corpus
 from .resume import continue_model, given_options
 from .scale import (add_scale_options, check_scale_options, dask_training, report_extra,
                     resume_run, train_kwargs)
 
 PROG = "semhuff-train"
 logger = logging.getLogger(PROG)
-BUILTIN_CORPORA = {"lee": "lee_background.cor"}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -115,16 +113,6 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("-q", "--quiet", action="count", default=0, help="no summary, no progress bar")
     g.add_argument("-v", "--verbose", action="count", default=0, help="log each step (-vv: debug)")
     return p
-
-
-def resolve_corpus(paths: List[str]) -> List[str]:
-    out = []
-    for path in paths:
-        if not os.path.exists(path) and path in BUILTIN_CORPORA:
-            from gensim.test.utils import datapath
-            path = datapath(BUILTIN_CORPORA[path])
-        out.append(path)
-    return out
 
 
 def main(argv: Optional[List[str]] = None) -> int:

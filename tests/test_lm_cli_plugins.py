@@ -99,7 +99,7 @@ def plugin(tmp_path, monkeypatch):
 
 
 def _data():
-    from semhuff.cli.train import resolve_corpus
+    from semhuff.cli.common import resolve_corpus
     from semhuff.lm.token_ids import load_data
     return load_data(resolve_corpus(["lee"]), None, 20000, 1, 300, 3000, None)
 

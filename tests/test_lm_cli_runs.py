@@ -9,7 +9,7 @@ import pytest
 torch = pytest.importorskip("torch", reason="the torch extra is not installed")
 
 from semhuff.cli.lm import main as lm_main  # noqa: E402
-from semhuff.cli.train import resolve_corpus  # noqa: E402
+from semhuff.cli.common import resolve_corpus  # noqa: E402
 from semhuff.errors import OptionError  # noqa: E402
 from semhuff.lm.token_ids import load_data  # noqa: E402
 from semhuff.lm.trainer import LMSettings, evaluate, load_model  # noqa: E402
