@@ -206,28 +206,18 @@ def _evaluate(args, config) -> int:
 
 def _check_data(args) -> int:
     """Each manifest file: ok, missing, or differing from the manifest (size, sha256)."""
-    from semhuff.data_paths import check_data, data_root, where_looked
+    from semhuff.data_paths import check_data, check_entry, data_root, where_looked
     root = args.data_dir if args.data_dir is not None else data_root()
     checks = list(check_data(root))
     listed = {check.entry.path for check in checks}
     extra = [row for task in EVALUATION_TASKS.values() for row in task.DATA if row.path not in listed]
-    checks += [_check_row(root, row) for row in extra]
+    checks += [check_entry(root, row) for row in extra]
     for check in checks:
         print(f"{check.status:14s} {check.entry.path}  ({check.entry.task}/{check.entry.dataset})")
     bad = [c for c in checks if not c.ok]
     print(f"{len(checks) - len(bad)} of {len(checks)} files as the manifest lists them in {root}"
           + ("" if args.data_dir is not None else f"\n{where_looked()}"))
     return 1 if bad or not checks else 0
-
-
-def _check_row(root: Path, entry):
-    """A task's own manifest row (``EvaluationTask.DATA``) checked as ``check_data`` checks
-    data/manifest.csv's."""
-    from semhuff.data_paths import FileCheck, sha256_of
-    path = root / entry.path
-    status = ("missing" if not path.is_file() else "size differs" if path.stat().st_size != entry.bytes
-              else "sha256 differs" if sha256_of(path) != entry.sha256 else "ok")
-    return FileCheck(entry, path, status)
 
 
 console = console_script(main)  # the console script (setup.cfg)

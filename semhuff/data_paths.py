@@ -200,16 +200,21 @@ def check_data(root: Optional[Path] = None, checksums: bool = True) -> Iterator[
     project's published ones."""
     root = data_root() if root is None else Path(root)
     for entry in manifest():
-        path = root / entry.path
-        if not path.is_file():
-            status = "missing"
-        elif path.stat().st_size != entry.bytes:
-            status = "size differs"
-        elif checksums and sha256_of(path) != entry.sha256:
-            status = "sha256 differs"
-        else:
-            status = "ok"
-        yield FileCheck(entry, path, status)
+        yield check_entry(root, entry, checksums)
+
+
+def check_entry(root: Path, entry: ManifestEntry, checksums: bool = True) -> FileCheck:
+    """One manifest row (data/manifest.csv's, or a plugin task's ``DATA``) checked under ``root``."""
+    path = Path(root) / entry.path
+    if not path.is_file():
+        status = "missing"
+    elif path.stat().st_size != entry.bytes:
+        status = "size differs"
+    elif checksums and sha256_of(path) != entry.sha256:
+        status = "sha256 differs"
+    else:
+        status = "ok"
+    return FileCheck(entry, path, status)
 
 
 def check_size(path: os.PathLike, root: Optional[Path] = None) -> Optional[str]:
