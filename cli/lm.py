@@ -17,7 +17,7 @@ from typing import List, Optional
 
 from semhuff.errors import OptionError
 from semhuff.io_utils import check_writable
-from semhuff.options import add_option_flags, parse_assignments
+from semhuff.options import add_option_flags, parse_assignments, refuse_unused_flags
 from semhuff.trees.spec import check_tree_spec
 
 from .common import HelpFormatter, add_plugin_option, cli_main, console_script, resolve_corpus
@@ -124,15 +124,9 @@ def layer_settings(args) -> dict:
     the chosen ``--output`` declares; any other is an error naming its flag."""
     from semhuff.lm.output import declared_lm_layer_options, layer_options, lm_layer_class
     declared = layer_options(lm_layer_class(args.output))
-    takes = {o.name for o in declared}
-    table = declared_lm_layer_options()
     flagged = {name: getattr(args, name) for name in args.layer_flags
                if hasattr(args, name)}  # (absent unless given)
-    unused = [table[name][0].cli_flag for name in flagged if name not in takes]
-    if unused:
-        accepted = ", ".join(sorted(o.cli_flag for o in declared if o.cli)) or "no options"
-        raise OptionError(f"{', '.join(unused)}: not used by --output {args.output} (it takes: "
-                          f"{accepted})")
+    refuse_unused_flags(flagged, declared_lm_layer_options(), declared, f"--output {args.output}")
     return {**flagged, **parse_assignments(args.layer_option, declared, f"--output {args.output}")}
 
 
@@ -141,14 +135,8 @@ def network_settings(args) -> dict:
     from semhuff.lm.networks import declared_lm_network_options, lm_network_class, \
         network_options
     declared = network_options(lm_network_class(args.cell))
-    takes = {o.name for o in declared}
-    table = declared_lm_network_options()
     given = [name for name in args.network_flags if hasattr(args, name)]
-    unused = [table[name][0].cli_flag for name in given if name not in takes]
-    if unused:
-        accepted = ", ".join(sorted(o.cli_flag for o in declared if o.cli)) or "no options"
-        raise OptionError(f"{', '.join(unused)}: not used by --arch {args.cell} (it takes: "
-                          f"{accepted})")
+    refuse_unused_flags(given, declared_lm_network_options(), declared, f"--arch {args.cell}")
     return {name: getattr(args, name) for name in given}
 
 

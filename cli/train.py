@@ -19,7 +19,7 @@ from semhuff.devices import DEVICES, backend_names
 from semhuff.errors import OptionError
 from semhuff.io_utils import check_writable, is_stdout
 from semhuff.layers import OUTPUT_LAYERS, declared_layer_options, layer_class
-from semhuff.options import add_option_flags, parse_assignments
+from semhuff.options import add_option_flags, parse_assignments, refuse_unused_flags
 from semhuff.lean_numba import skip_blas_probe
 from semhuff.memory import return_large_blocks
 from semhuff.model import Word2Vec, default_workers
@@ -195,12 +195,7 @@ def layer_settings(args, given: set) -> dict:
     table = declared_layer_options()
     flagged = {name: getattr(args, name) for name, (option, _) in table.items()
                if option.cli and name in given}
-    unused = [table[name][0].cli_flag for name in flagged
-              if name not in {o.name for o in declared}]
-    if unused:
-        takes = ", ".join(sorted(o.cli_flag for o in declared if o.cli)) or "no options"
-        raise OptionError(f"{', '.join(unused)}: not used by --loss {args.loss} (it takes: "
-                          f"{takes})")
+    refuse_unused_flags(flagged, table, declared, f"--loss {args.loss}")
     settings = {**flagged, **parse_assignments(args.layer_option, declared, f"--loss {args.loss}")}
     if "heldout" in settings:
         settings["heldout"] = resolve_corpus([settings["heldout"]])[0]

@@ -139,6 +139,18 @@ def add_option_flags(group, options: Iterable[Option], used_by: Dict[str, str],
         group.add_argument(option.cli_flag, **kwargs)
 
 
+def refuse_unused_flags(given: Iterable[str], table: Dict[str, Tuple[Option, List[str]]],
+                        declared: Sequence[Option], owner: str) -> None:
+    """The option flags a command line gave (``given``: names in ``table``, a
+    ``declared_by_owner`` table) that ``owner`` (``--loss hs``, ``--output tree``) does not
+    declare: one ``OptionError`` naming those flags and the ones it takes."""
+    takes = {o.name for o in declared}
+    unused = [table[name][0].cli_flag for name in given if name not in takes]
+    if unused:
+        accepted = ", ".join(sorted(o.cli_flag for o in declared if o.cli)) or "no options"
+        raise OptionError(f"{', '.join(unused)}: not used by {owner} (it takes: {accepted})")
+
+
 def parse_assignments(pairs: Sequence[str], declared: Sequence[Option], owner: str) -> Dict[str, Any]:
     """``NAME=VALUE`` strings (``--layer-option``) as settings of ``declared`` options."""
     table = by_name(declared)
