@@ -110,10 +110,7 @@ def _built(kind: str, vocab, similarity, seed, options) -> Tree:
 
 def _permuted(similarity, order):
     """A (V, V) sparse similarity over the caller's ids as one over the sorted ids."""
-    try:
-        import scipy.sparse as sp
-    except ImportError:  # pragma: no cover - scipy is a dependency
-        return similarity
+    import scipy.sparse as sp  # a dependency; imported here so that spec imports without it
     if sp.issparse(similarity):
         return sp.csr_matrix(similarity)[order][:, order]
     return similarity
