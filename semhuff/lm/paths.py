@@ -219,6 +219,20 @@ def _weighted_row_sums(rows, weight, grad, ct) -> torch.Tensor:
     return out
 
 
+def _path_backward(ctx, grad, h, weight, rows, valid, weight_grad):
+    """Both torch forms' backward: the padding's gradient zeroed, h's gradient by
+    ``_weighted_row_sums``, the weight's by ``weight_grad(grad, h)`` (both in ``ct``)."""
+    ct = compute_dtype(h.dtype, weight.dtype)
+    grad_h = grad_w = None
+    with torch.autocast(h.device.type, enabled=False):
+        grad = torch.where(valid, grad, 0).to(ct)
+        if ctx.needs_input_grad[0]:
+            grad_h = _weighted_row_sums(rows, weight, grad, ct).to(h.dtype)
+        if ctx.needs_input_grad[1]:
+            grad_w = weight_grad(grad, h.to(ct))
+    return grad_h, grad_w, None, None, None
+
+
 class PathScores(torch.autograd.Function):
     """The bucketed form (tokens grouped by path length; one read-back a batch)."""
 
@@ -246,16 +260,9 @@ class PathScores(torch.autograd.Function):
     def backward(ctx, grad):
         h, weight = ctx.saved_tensors
         batch = ctx.batch
-        ct = compute_dtype(h.dtype, weight.dtype)
-        grad_h = grad_w = None
-        with torch.autocast(h.device.type, enabled=False):
-            grad = torch.where(batch.valid, grad, 0).to(ct)
-            if ctx.needs_input_grad[0]:
-                grad_h = _weighted_row_sums(batch.rows, weight, grad, ct).to(h.dtype)
-            if ctx.needs_input_grad[1]:
-                grad_w = row_gradient(batch.rows, batch.valid, grad, h.to(ct), weight,
-                                      ctx.sparse)
-        return grad_h, grad_w, None, None, None
+        return _path_backward(ctx, grad, h, weight, batch.rows, batch.valid,
+                              lambda g, hc: row_gradient(batch.rows, batch.valid, g, hc, weight,
+                                                         ctx.sparse))
 
 
 class StaticPathScores(torch.autograd.Function):
@@ -281,15 +288,8 @@ class StaticPathScores(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad):
         h, weight, rows, valid = ctx.saved_tensors
-        ct = compute_dtype(h.dtype, weight.dtype)
-        grad_h = grad_w = None
-        with torch.autocast(h.device.type, enabled=False):
-            grad = torch.where(valid, grad, 0).to(ct)
-            if ctx.needs_input_grad[0]:
-                grad_h = _weighted_row_sums(rows, weight, grad, ct).to(h.dtype)
-            if ctx.needs_input_grad[1]:
-                grad_w = static_row_gradient(rows, grad, h.to(ct), weight, ctx.sparse)
-        return grad_h, grad_w, None, None, None
+        return _path_backward(ctx, grad, h, weight, rows, valid,
+                              lambda g, hc: static_row_gradient(rows, g, hc, weight, ctx.sparse))
 
 
 # -- whole distributions ---------------------------------------------------------------------------
