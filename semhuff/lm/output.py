@@ -34,7 +34,7 @@ import torch
 from torch import nn
 
 from ..errors import OptionError
-from ..options import Option, check_settings, declared_by_owner
+from ..options import Option, check_settings, declared_by_owner, positive_int
 
 LM_LAYERS: Dict[str, Type[nn.Module]] = {}
 TRAINER_DEFAULTS: Dict[str, Dict[str, Any]] = {}  # the LM trainer's own choices per layer
@@ -91,7 +91,7 @@ SPARSE = Option("sparse", boolean, False, "the output weights' gradient as a spa
                 "the rows a batch touched (SGD, Adagrad, SparseAdam then update only those; "
                 "semhuff-lm trains the tree forms so unless told --sparse false)")
 CLUSTERS = Option("clusters", int, None, "number of clusters (default: about sqrt(V))",
-                  check=lambda v: None if _is_int(v) and v >= 1 else "must be an integer >= 1")
+                  check=positive_int)
 TREE = Option("tree", str, None, "the tree: a builder's name (huffman, the default; semhuff, "
               "random, alphabetical, clusters, or a --plugin's), a tree file from semhuff-tree "
               "build or a saved Word2Vec model (its tree; same words)", metavar="KIND|FILE")
@@ -106,13 +106,11 @@ def _organizer_options() -> Tuple[Option, ...]:
     shared = {o.name: o for o in ORGANIZER_OPTIONS}
     return (CLUSTERS,
             Option("reassign_every", int, 1000, "optimizer steps between re-assignments (the "
-                   "paper: 1000 batches)", metavar="STEPS",
-                   check=lambda v: None if _is_int(v) and v >= 1 else "must be an integer >= 1"),
+                   "paper: 1000 batches)", metavar="STEPS", check=positive_int),
             *(shared[name] for name in ("gamma", "freq_budget", "smoothing", "criterion",
                                         "margin", "cluster_init")),
             Option("freeze_after", int, None, "no re-assignment after this many steps (default: "
-                   "never frozen)", metavar="STEPS",
-                   check=lambda v: None if _is_int(v) and v >= 1 else "must be an integer >= 1"),
+                   "never frozen)", metavar="STEPS", check=positive_int),
             SPARSE)
 
 
