@@ -27,7 +27,9 @@ Cluster vectors belong to cluster ids and word vectors to words: a change of clu
 The loop needs the batch's clusters and their token counts on the host: the layer's one
 read-back a batch (one ``tolist``; on an accelerator one wait). Removing it would mean
 padding every token to the largest cluster (the memory above) or a grouped matrix product of
-sizes known only on the device.
+sizes known only on the device. Under torch.compile the loop runs eagerly
+(``in_cluster_log_prob``: one graph break, the cluster softmax and the network compiled),
+since traced, its shapes would recompile the graph every batch.
 
 Precision: log-softmaxes in float32 for half-precision weights or under autocast
 (``accumulate_dtype``); the in-cluster products run in the word weight's dtype with autocast
@@ -163,9 +165,7 @@ class TwoLevelSoftmax(LMOutputLayer):
         logits = hc @ self.cluster_weight.t()
         clusters = self.cluster_log_softmax(logits)
         own = clusters.gather(1, self.cluster_of[target].unsqueeze(1)).squeeze(1)
-        with torch.autocast(hw.device.type, enabled=False):
-            within = InClusterLogProb.apply(hw.to(self.word_weight.dtype), self.word_weight,
-                                            target, self, self.sparse)
+        within = in_cluster_log_prob(hw, self.word_weight, target, self, self.sparse)
         return logits, own, within
 
     def target_log_prob(self, h, target, keep=None):
@@ -201,6 +201,16 @@ def segment_log_softmax(logits: torch.Tensor, segment: torch.Tensor,
     shifted = logits - top.gather(1, index)
     total = shifted.new_zeros(top.shape).scatter_add(1, index, shifted.exp())
     return shifted - total.log().gather(1, index)
+
+
+@torch.compiler.disable
+def in_cluster_log_prob(hw, word_weight, target, layer, sparse: bool) -> torch.Tensor:
+    """``InClusterLogProb`` in the word weight's dtype, autocast off. Run eagerly under
+    torch.compile (one graph break, the rest of the model compiled): the loop's shapes are the
+    batch's token counts per cluster, so a traced loop would recompile every batch."""
+    with torch.autocast(hw.device.type, enabled=False):
+        return InClusterLogProb.apply(hw.to(word_weight.dtype), word_weight, target, layer,
+                                      sparse)
 
 
 class InClusterLogProb(torch.autograd.Function):
