@@ -48,9 +48,13 @@ LAYERS = (  # (label, make_output_layer name, options for the benchmark)
     ("tree (Huffman), dense grad", "tree", {"sparse": False}),
     ("tree (Huffman), sparse grad", "tree", {"sparse": True}),
     ("self-organized two-level", "self-organized", {}),
+    ("class softmax, frequency bins", "class", {}),
     ("self-organized binary, sparse", "self-organized-binary", {"sparse": True}),
 )
-LM_LAYERS = ("full", "adaptive", "tree", "self-organized", "self-organized-binary")
+LM_LAYERS = (  # (label, make_output_layer name, options over the trainer's defaults)
+    ("full", "full", {}), ("adaptive", "adaptive", {}), ("tree", "tree", {}),
+    ("tree dense", "tree", {"sparse": False}), ("self-organized", "self-organized", {}),
+    ("self-organized-binary", "self-organized-binary", {}))
 NETWORKS = ("lstm", "transformer")
 PRECISIONS = ("fp32", "bf16")
 
@@ -165,13 +169,13 @@ def layer_benchmark(cfg, device, deadline, failures):
     for V in cfg["vocab"]:
         vocab = zipf_vocab(V)
         full_ms = {}
-        for label, name, options in LAYERS:
+        for label, name, options in picked(LAYERS, cfg.get("layers")):
             layer, error = None, None
             try:  # made once, timed in each precision
                 layer, built = make_layer(name, options, vocab, cfg, device)
             except Exception as exc:  # noqa: BLE001 - reported, the others still run
                 error = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
-            for precision in PRECISIONS:
+            for precision in picked(PRECISIONS, cfg.get("precisions")):
                 row = {"V": V, "label": label, "name": name, "precision": precision}
                 try:
                     if error is not None:
@@ -226,7 +230,7 @@ def heldout_nll(model, data, bptt, precision, device) -> float:
     return total / count
 
 
-def lm_run(arch, name, train, held, vocab, cfg, device, precision, deadline):
+def lm_run(arch, name, overrides, train, held, vocab, cfg, device, precision, deadline):
     import torch
 
     from semhuff.lm import clip_grad_norm, make_output_layer
@@ -234,7 +238,7 @@ def lm_run(arch, name, train, held, vocab, cfg, device, precision, deadline):
         from semhuff.lm.output import TRAINER_DEFAULTS
     except ImportError:
         TRAINER_DEFAULTS = {}
-    options = dict(TRAINER_DEFAULTS.get(name, {}))
+    options = dict(TRAINER_DEFAULTS.get(name, {}), **overrides)
     if name.startswith("self-organized"):
         options["reassign_every"] = cfg["reassign_every"]
     torch.manual_seed(1)
@@ -282,6 +286,14 @@ def lm_run(arch, name, train, held, vocab, cfg, device, precision, deadline):
             "ok": bool(finite and last < first and after < before)}
 
 
+def picked(items, wanted):
+    """The items whose label (first field, or the item) contains one of ``wanted`` (all if
+    None)."""
+    def label(item):
+        return item[0] if isinstance(item, tuple) else item
+    return [i for i in items if wanted is None or any(w in label(i) for w in wanted)]
+
+
 def lm_runs(cfg, device, deadline, failures):
     import torch
     V = cfg["lm_vocab"]
@@ -293,18 +305,18 @@ def lm_runs(cfg, device, deadline, failures):
     train = torch.as_tensor(batchify(train_ids, cfg["lm_batch"]), device=device)
     held = torch.as_tensor(batchify(held_ids, min(cfg["lm_batch"], 16)), device=device)
     rows = []
-    for arch in NETWORKS:
-        for precision in PRECISIONS:
-            for name in LM_LAYERS:
-                row = {"network": arch, "name": name, "precision": precision}
+    for arch in picked(NETWORKS, cfg.get("networks")):
+        for precision in picked(PRECISIONS, cfg.get("precisions")):
+            for label, name, overrides in picked(LM_LAYERS, cfg.get("lm_layers")):
+                row = {"network": arch, "name": label, "precision": precision}
                 if device.type == "cuda":
                     torch.cuda.empty_cache()
                     torch.cuda.reset_peak_memory_stats(device)
                 try:
-                    row.update(lm_run(arch, name, train, held, vocab, cfg, device, precision,
-                                      deadline))
+                    row.update(lm_run(arch, name, overrides, train, held, vocab, cfg, device,
+                                      precision, deadline))
                     if not row["ok"]:
-                        failures.append(f"LM {arch} {name} {precision}: loss "
+                        failures.append(f"LM {arch} {label} {precision}: loss "
                                         f"{row['first_loss']:.3f} -> {row['last_loss']:.3f}, "
                                         f"held-out ppl {row['heldout_ppl_before']:.1f} -> "
                                         f"{row['heldout_ppl_after']:.1f}")
@@ -312,9 +324,9 @@ def lm_runs(cfg, device, deadline, failures):
                     row["error"] = "skipped: out of the time budget"
                 except Exception as exc:  # noqa: BLE001
                     row["error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
-                    failures.append(f"LM {arch} {name} {precision}: {row['error']}")
+                    failures.append(f"LM {arch} {label} {precision}: {row['error']}")
                 rows.append(row)
-                print(f"  {arch:11s} {name:22s} {precision}: " + (
+                print(f"  {arch:11s} {label:22s} {precision}: " + (
                     f"loss {row['first_loss']:.3f} -> {row['last_loss']:.3f}, ppl "
                     f"{row['heldout_ppl_before']:.1f} -> {row['heldout_ppl_after']:.1f}, "
                     f"{row['tokens_per_s']:,.0f} tok/s" if "ok" in row else row["error"]),
@@ -374,6 +386,10 @@ def main(argv=None) -> int:
     p.add_argument("--lm-steps", type=int, help="steps of each LM run (default 300)")
     p.add_argument("--threads", type=int, help="PyTorch's CPU threads (default: its own)")
     p.add_argument("--skip-layers", action="store_true", help="no layer benchmark")
+    for flag, what in (("layers", "benchmarked layers"), ("lm-layers", "LM runs' layers"),
+                       ("networks", "networks"), ("precisions", "precisions")):
+        p.add_argument(f"--{flag}", type=lambda t: t.split(","), metavar="A,B",
+                       help=f"only the {what} whose label contains one of these")
     p.add_argument("--skip-lm", action="store_true", help="no LM runs")
     p.add_argument("--time-budget", type=float, default=540.0, metavar="SECONDS",
                    help="skip what is left after this long")
@@ -394,7 +410,8 @@ def main(argv=None) -> int:
             write_json(args.out, {"skipped": message, "torch": torch.__version__})
         return 0
     cfg = dict(QUICK if args.quick else FULL)
-    for key in ("vocab", "hidden", "lm_steps"):
+    for key in ("vocab", "hidden", "lm_steps", "layers", "lm_layers", "networks",
+                "precisions"):
         if getattr(args, key) is not None:
             cfg[key] = getattr(args, key)
     if args.threads:

@@ -44,8 +44,10 @@ SETTINGS = {
 
 def row_settings(row: str, args, boot_vectors: str):
     """(LMSettings keywords) of a table row."""
-    common = dict(emb=256, hidden=256, batch_size=32, bptt=20, lr=0.1, clip=0.25, seed=1,
-                  progress=False, threads=args.threads)
+    common = dict(emb=256, hidden=256, batch_size=32, bptt=20, lr=0.1, clip=0.25,
+                  seed=args.seed, progress=False, threads=args.threads, cell=args.arch)
+    if args.arch == "transformer":  # issue 35's column: 2 layers, width 256, 4 heads
+        common["network_options"] = {"layers": 2, "heads": 4}
     if row in ("full", "adaptive"):
         return dict(common, output=row)
     if row == "class-frequency":
@@ -111,6 +113,11 @@ def main(argv=None) -> int:
     p.add_argument("--rows", help="comma-separated subset of the setting's rows")
     p.add_argument("--reassign-every", type=int, default=200)
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--arch", choices=("lstm", "transformer"), default="lstm",
+                   help="the network: the tables' LSTM, or a transformer (2 layers, width "
+                   "256, 4 heads); results to OUT/<setting>-transformer.json")
+    p.add_argument("--seed", type=int, default=1, help="the seed of every row (results to "
+                   "OUT/<setting>[-transformer]-seed<S>.json unless 1)")
     args = p.parse_args(argv)
     if not os.path.exists(args.corpus):
         raise SystemExit(missing_message(args.corpus, "the shared corpus"))
@@ -119,7 +126,9 @@ def main(argv=None) -> int:
     from semhuff.lm.trainer import LMSettings, train_lm
     conf = SETTINGS[args.setting]
     os.makedirs(args.out, exist_ok=True)
-    record = os.path.join(args.out, f"{args.setting}.json")
+    stem = args.setting + ("-transformer" if args.arch == "transformer" else "") + (
+        f"-seed{args.seed}" if args.seed != 1 else "")
+    record = os.path.join(args.out, f"{stem}.json")
     results = json.load(open(record)) if os.path.exists(record) else {}
     started = time.perf_counter()
     data = load_data([args.corpus], heldout_chars=1_000_000, max_vocab=conf["max_vocab"],
@@ -143,7 +152,7 @@ def main(argv=None) -> int:
             json.dump(results, fh, indent=1)
         os.replace(record + ".tmp", record)
         print(f"{row}: {report.summary()} ({out['wall_seconds'] / 60:.1f} min)", flush=True)
-    with open(os.path.join(args.out, f"{args.setting}.md"), "w") as fh:
+    with open(os.path.join(args.out, f"{stem}.md"), "w") as fh:
         fh.write(table(results))
     print(table(results))
     return 0

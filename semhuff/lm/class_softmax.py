@@ -25,9 +25,9 @@ Cluster vectors belong to cluster ids and word vectors to words: a change of clu
 (``set_clusters``, the self-organizing layer) moves no weight, only membership.
 
 The loop needs the batch's clusters and their token counts on the host: the layer's one
-read-back a batch (one ``tolist``; on an accelerator one wait). Removing it would mean
-padding every token to the largest cluster (the memory above) or a grouped matrix product of
-sizes known only on the device. Under torch.compile the loop runs eagerly
+read-back a batch (one ``tolist``; on an accelerator one wait, and ~C small kernels each way).
+On CUDA with a dense word gradient the Triton kernels of ``triton_clusters`` run instead: one
+program per token over its cluster's words, nothing read back. Under torch.compile the loop runs eagerly
 (``in_cluster_log_prob``: one graph break, the cluster softmax and the network compiled),
 since traced, its shapes would recompile the graph every batch.
 
@@ -50,7 +50,7 @@ from ..options import Option
 from .output import CLUSTERS, LOSS_OPTIONS, SPARSE, boolean, clusters_of
 from ..trees.clusters import cluster_members
 from .base import LMOutputLayer, SparseRows, accumulate_dtype, check_sizes, rename_in_state_dict
-from .paths import Workspace
+from .paths import Workspace, triton_wanted
 
 
 class TwoLevelSoftmax(LMOutputLayer):
@@ -136,6 +136,8 @@ class TwoLevelSoftmax(LMOutputLayer):
         self.register_buffer("slot", torch.as_tensor(slot, device=device), persistent=False)
         self.register_buffer("empty", torch.as_tensor(np.diff(starts) == 0, device=device),
                              persistent=False)
+        self.register_buffer("member_starts", torch.as_tensor(starts, device=device),
+                             persistent=False)  # the Triton kernels' (triton_clusters)
         self.starts = starts.tolist()  # Python ints: the per-cluster loop slices with them
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
@@ -205,12 +207,19 @@ def segment_log_softmax(logits: torch.Tensor, segment: torch.Tensor,
 
 @torch.compiler.disable
 def in_cluster_log_prob(hw, word_weight, target, layer, sparse: bool) -> torch.Tensor:
-    """``InClusterLogProb`` in the word weight's dtype, autocast off. Run eagerly under
-    torch.compile (one graph break, the rest of the model compiled): the loop's shapes are the
-    batch's token counts per cluster, so a traced loop would recompile every batch."""
+    """log P(w | c(w), h) (N,), autocast off: on CUDA with a dense word gradient by the Triton
+    kernels (``triton_clusters``: nothing read back), else by ``InClusterLogProb``'s loop in
+    the word weight's dtype. Run eagerly under torch.compile (one graph break, the rest of the
+    model compiled): the loop's shapes are the batch's token counts per cluster, so a traced
+    loop would recompile every batch."""
     with torch.autocast(hw.device.type, enabled=False):
+        if not sparse and triton_wanted(hw, word_weight):
+            from .triton_clusters import triton_in_cluster
+            return triton_in_cluster(hw, word_weight, layer.members, layer.member_starts,
+                                     layer.cluster_of[target], layer.slot[target])
         return InClusterLogProb.apply(hw.to(word_weight.dtype), word_weight, target, layer,
                                       sparse)
+
 
 
 class InClusterLogProb(torch.autograd.Function):

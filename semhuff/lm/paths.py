@@ -168,7 +168,7 @@ def path_scores(h: torch.Tensor, weight: torch.Tensor, batch: PathBatch, sparse:
         return compiled_scores(h, weight, batch.rows, batch.valid)
     if batch.buckets is not None:
         return PathScores.apply(h, weight, batch, sparse, workspace or Workspace())
-    if (h.is_cuda or _triton_forced()) and _triton_wanted(h, weight):
+    if triton_wanted(h, weight):
         from .triton_paths import triton_path_scores
         return triton_path_scores(h, weight, batch.rows, batch.valid, sparse)
     return StaticPathScores.apply(h, weight, batch.rows, batch.valid, sparse)
@@ -184,7 +184,12 @@ def _triton_forced() -> bool:
     return bool(module is not None and module.FORCE)
 
 
-def _triton_wanted(h, weight) -> bool:
+def triton_wanted(h, weight) -> bool:
+    """Whether the Triton kernels (``triton_paths``, ``triton_clusters``) take these inputs:
+    CUDA tensors (or CPU ones with ``triton_paths.FORCE``, under the interpreter); Triton is
+    imported only then."""
+    if not (h.is_cuda or _triton_forced()):
+        return False
     try:
         from .triton_paths import wanted
     except ImportError:  # pragma: no cover
