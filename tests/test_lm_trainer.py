@@ -165,3 +165,14 @@ def test_semhuff_imports_and_trains_without_torch(tmp_path):
                           cwd=tmp_path)
     assert done.returncode == 2, done.stderr
     assert done.stderr.strip().splitlines()[-1].endswith("needs PyTorch: pip install 'semhuff[torch]'")
+
+
+def test_the_trainers_sparse_default_holds_on_the_cpu_only():
+    """sparse=True is semhuff-lm's choice for the tree forms on the CPU; on a GPU the dense
+    gradient measured 5-7x faster for a whole LSTM step (docs/lm.md), so none is set there."""
+    from semhuff.lm.trainer import LMSettings
+    for output in ("tree", "self-organized-binary"):
+        assert LMSettings(output=output).layer_settings().get("sparse") is True
+        assert "sparse" not in LMSettings(output=output, device="cuda").layer_settings()
+        assert LMSettings(output=output, device="cuda:1",
+                          layer_options={"sparse": True}).layer_settings()["sparse"] is True

@@ -51,9 +51,10 @@ LAYERS = (  # (label, make_output_layer name, options for the benchmark)
     ("class softmax, frequency bins", "class", {}),
     ("self-organized binary, sparse", "self-organized-binary", {"sparse": True}),
 )
-LM_LAYERS = (  # (label, make_output_layer name, options over the trainer's defaults)
+LM_LAYERS = (  # (label, make_output_layer name, options over the trainer's defaults, which
+    # semhuff-lm takes on the CPU only: LMSettings.layer_settings)
     ("full", "full", {}), ("adaptive", "adaptive", {}), ("tree", "tree", {}),
-    ("tree dense", "tree", {"sparse": False}), ("self-organized", "self-organized", {}),
+    ("tree sparse", "tree", {"sparse": True}), ("self-organized", "self-organized", {}),
     ("self-organized-binary", "self-organized-binary", {}))
 NETWORKS = ("lstm", "transformer")
 PRECISIONS = ("fp32", "bf16")
@@ -238,7 +239,7 @@ def lm_run(arch, name, overrides, train, held, vocab, cfg, device, precision, de
         from semhuff.lm.output import TRAINER_DEFAULTS
     except ImportError:
         TRAINER_DEFAULTS = {}
-    options = dict(TRAINER_DEFAULTS.get(name, {}), **overrides)
+    options = dict(TRAINER_DEFAULTS.get(name, {}) if device.type == "cpu" else {}, **overrides)
     if name.startswith("self-organized"):
         options["reassign_every"] = cfg["reassign_every"]
     torch.manual_seed(1)

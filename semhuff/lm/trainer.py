@@ -110,11 +110,14 @@ class LMSettings:
                                   f"max_len {max_len}: lower --bptt or raise --max-len")
 
     def layer_settings(self) -> dict:
-        """The output layer's settings: the trainer's defaults for it (``register_lm_layer``'s
-        ``trainer_defaults``), the option fields given, then ``layer_options``."""
+        """The output layer's settings: on the CPU the trainer's defaults for it
+        (``register_lm_layer``'s ``trainer_defaults``), the option fields given, then
+        ``layer_options``."""
         given = {name: getattr(self, name) for name in LAYER_FIELDS
                  if getattr(self, name) is not None}
-        return {**TRAINER_DEFAULTS.get(self.output, {}), **given, **self.layer_options}
+        on_cpu = str(self.device).split(":")[0] == "cpu"  # checked (one line) in check()
+        defaults = TRAINER_DEFAULTS.get(self.output, {}) if on_cpu else {}
+        return {**defaults, **given, **self.layer_options}
 
 
 @dataclass
