@@ -304,3 +304,58 @@ def test_torchrun_with_a_batch_that_does_not_split_is_refused(tmp_path):
                            "--batch-size", "7"], capture_output=True, text=True, timeout=120,
                           env={**os.environ, "OMP_NUM_THREADS": "1"})
     assert done.returncode != 0 and "multiple of 2" in done.stderr
+
+
+def _torchrun(args, timeout=180):
+    import os
+    import subprocess
+    import sys
+    return subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone",
+                           "--nproc-per-node", "2", "-m", "semhuff.cli.lm", *args],
+                          capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, "OMP_NUM_THREADS": "1"})
+
+
+def test_torchrun_checkpoints_resume_as_one_uninterrupted_run(tmp_path):
+    """2 processes write one checkpoint (rank 0); 2 processes resume from it: the same second
+    epoch as a run that was never stopped (the same model, the same rows on each rank)."""
+    run = TINY + ["--batch-size", "8", "--output", "self-organized", "--reassign-every", "4",
+                  "-q"]
+    whole, part = tmp_path / "whole.json", tmp_path / "part.json"
+    done = _torchrun(run + ["--epochs", "2", "--report", str(whole)])
+    assert done.returncode == 0, done.stderr[-2000:]
+    ckpt = tmp_path / "run.ckpt"
+    done = _torchrun(run + ["--epochs", "1", "--checkpoint", str(ckpt), "--checkpoint-every",
+                            "5"])
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert ckpt.exists() and not list(tmp_path.glob("*.tmp*"))
+    done = _torchrun(run + ["--epochs", "2", "--checkpoint", str(ckpt), "--resume",
+                            "--report", str(part)])
+    assert done.returncode == 0, done.stderr[-2000:]
+    a, b = json.loads(whole.read_text()), json.loads(part.read_text())
+    assert len(b["epochs"]) == 2
+    for key in ("train_loss", "tokens"):
+        assert b["epochs"][1][key] == pytest.approx(a["epochs"][1][key], rel=1e-9), key
+    assert b["epochs"][1]["heldout"]["perplexity"] == pytest.approx(
+        a["epochs"][1]["heldout"]["perplexity"], rel=1e-9)
+
+
+def _rows_worker(rank, world, init, results):
+    import torch.distributed as dist
+
+    from semhuff.lm.trainer import _gather_rows, _rows_of
+    dist.init_process_group("gloo", init_method=init, rank=rank, world_size=world)
+    try:
+        whole = (torch.arange(2 * 6 * 3.0).reshape(2, 6, 3), -torch.arange(6 * 3.0).reshape(1, 6, 3))
+        mine = _rows_of(whole, rank, world)
+        results[rank] = [torch.equal(a, b) for a, b in zip(_gather_rows(mine, world), whole)] \
+            + [mine[0].shape[1] == 6 // world]
+    finally:
+        dist.destroy_process_group()
+
+
+def test_a_checkpoints_recurrent_state_is_the_whole_batch_gathered_from_the_ranks(tmp_path):
+    import torch.multiprocessing as mp
+    results = mp.Manager().dict()
+    mp.spawn(_rows_worker, args=(2, f"file://{tmp_path / 'rdv'}", results), nprocs=2, join=True)
+    assert results[0] == results[1] == [True, True, True]

@@ -112,6 +112,9 @@ class LMOutputLayer(nn.Module):
     n_classes: int
     ignore_index: int = -100
     reduction: str = "mean"
+    # every parameter takes part in every forward (DistributedDataParallel need not look for
+    # unused ones: semhuff.lm.trainer.data_parallel); a layer for which it is not so says False
+    uses_every_parameter: bool = True
 
     def set_loss(self, ignore_index: int = -100, reduction: str = "mean") -> None:
         self.ignore_index, self.reduction = check_loss_options(ignore_index, reduction)

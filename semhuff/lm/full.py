@@ -66,6 +66,8 @@ class AdaptiveSoftmax(nn.AdaptiveLogSoftmaxWithLoss):
     float32). ``cutoffs`` default: ``default_cutoffs``. The forward selects each cluster's
     rows with ``nonzero``, as torch's: on an accelerator that is one wait per tail cluster."""
 
+    uses_every_parameter = False  # a tail cluster no target of the batch fell in
+
     # the registry's declarations (semhuff.lm.output): what make_output_layer and semhuff-lm take
     OPTIONS = LOSS_OPTIONS + (
         Option("cutoffs", int_list, None, "the ids where the head and each tail cluster end "

@@ -214,21 +214,50 @@ def _all_reduce_sum(values, device) -> list:
     return t.tolist()
 
 
-def _average_gradients(model: torch.nn.Module, world: int) -> None:
-    """Every gradient the mean of the ranks' (each rank's loss is the mean over its rows, the
-    ranks' rows equal in number: the mean is the whole batch's gradient); sparse gradients
-    (the embedding's, the tree layers' rows) reduced as sparse tensors (gloo takes them)."""
-    import torch.distributed as dist
-    for p in model.parameters():
-        if p.grad is None:  # a parameter no rank used this step has no gradient anywhere
-            continue
-        if p.grad.is_sparse:
-            grad = p.grad.coalesce()
-            dist.all_reduce(grad)
-            p.grad = (grad / world).coalesce()
-        else:
-            dist.all_reduce(p.grad)
-            p.grad.div_(world)
+class _Network(torch.nn.Module):
+    """The network below the output layer (``model.hidden``) as a module DDP can wrap."""
+
+    def __init__(self, model: torch.nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, ids, state):
+        return self.model.hidden(ids, state)
+
+
+def data_parallel(model: torch.nn.Module, device: torch.device):
+    """(network, output layer) wrapped in ``DistributedDataParallel``: the trainer runs them
+    apart (the output layer on the network's detached output, to time it), so each is its own
+    DDP module, the network's ignoring the output layer's parameters. Gradients are averaged
+    over the ranks during backward (sparse ones too: the layers' rows are ``nn.Embedding``s);
+    buffers are not broadcast (the self-organized statistic is each rank's own until
+    ``reduce_statistic`` before a re-assignment); DDP looks for parameters a step left unused
+    only in a layer whose ``uses_every_parameter`` is False (an adaptive softmax's tail cluster
+    no target fell in; the search costs a graph traversal a step)."""
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    ids = [device.index] if device.type == "cuda" else None
+    network = _Network(model)
+    skip = [f"model.output.{name}" for name, _ in model.output.named_parameters()] + \
+        [f"model.output.{name}" for name, _ in model.output.named_buffers()]
+    DDP._set_params_and_buffers_to_ignore_for_model(network, skip)
+    return (DDP(network, device_ids=ids, broadcast_buffers=False),
+            DDP(model.output, device_ids=ids, broadcast_buffers=False,
+                find_unused_parameters=not getattr(model.output, "uses_every_parameter",
+                                                   False)))
+
+
+READ_LOSS_EVERY = 50  # steps between read-backs of the training loss (one sync each)
+
+
+def read_loss(loss_sum: float, pending: torch.Tensor, epoch: int, lr: float):
+    """(loss_sum + the losses summed on the device since the last read, a fresh zero): the
+    training loss is read back every ``READ_LOSS_EVERY`` steps, not every step (a read-back
+    waits for the device); a non-finite sum is ``TrainingDiverged``."""
+    value = float(pending)
+    if not math.isfinite(value):
+        raise TrainingDiverged(f"training diverged in epoch {epoch + 1}: the loss became "
+                               f"{value} (learning rate {lr} too high?); nothing was written")
+    return loss_sum + value, torch.zeros_like(pending)
 
 
 def build_model(data: LMData, s: LMSettings) -> LSTMLanguageModel:
@@ -239,17 +268,38 @@ def build_model(data: LMData, s: LMSettings) -> LSTMLanguageModel:
                                     dropout=s.dropout, **s.network_options)
 
 
-def _detach(state):
-    """The recurrent state cut from the graph: (h, c) for an LSTM, h for a GRU."""
+def _state_map(state, fn):
+    """``fn`` applied to the recurrent state's tensors: (h, c) for an LSTM, h for a GRU, None
+    for a network that carries none."""
     if state is None or isinstance(state, torch.Tensor):
-        return None if state is None else state.detach()
-    return tuple(x.detach() for x in state)
+        return None if state is None else fn(state)
+    return tuple(fn(x) for x in state)
+
+
+def _detach(state):
+    """The recurrent state cut from the graph."""
+    return _state_map(state, torch.Tensor.detach)
 
 
 def _to(state, device):
-    if state is None or isinstance(state, torch.Tensor):
-        return None if state is None else state.to(device)
-    return tuple(x.to(device) for x in state)
+    return _state_map(state, lambda x: x.to(device))
+
+
+def _gather_rows(state, world: int):
+    """The whole batch's recurrent state from the ranks' rows (a collective: every rank calls
+    it; the batch is dimension 1, torch's RNN state layout)."""
+    import torch.distributed as dist
+
+    def gather(x):
+        parts = [torch.empty_like(x) for _ in range(world)]
+        dist.all_gather(parts, x.contiguous())
+        return torch.cat(parts, dim=1)
+    return _state_map(state, gather)
+
+
+def _rows_of(state, rank: int, world: int):
+    """This rank's rows of the whole batch's recurrent state."""
+    return _state_map(state, lambda x: x.chunk(world, dim=1)[rank].contiguous())
 
 
 def _model_device(model) -> torch.device:
@@ -321,7 +371,10 @@ def train_lm(data: LMData, settings: LMSettings, on_epoch=None, checkpoint: Opti
     ``checkpoint_every`` steps (0: never mid-epoch) and at each epoch's end, with everything
     needed to continue; ``resume``: continue from it (the same settings and data, else a
     one-line ``CheckpointMismatch``); on the CPU with one thread the resumed run's numbers are
-    those of an uninterrupted one."""
+    those of an uninterrupted one. Under ``torchrun`` rank 0 writes the one file (the whole
+    batch's recurrent state gathered from the ranks), and any number of processes whose rows
+    split the batch resumes from it (each takes its rows; a self-organized statistic not yet
+    reduced resumes as rank 0's)."""
     from .checkpoint import IGNORED_SETTINGS, data_fingerprint, load_checkpoint, save_checkpoint
     s = settings
     s.check()
@@ -338,15 +391,14 @@ def train_lm(data: LMData, settings: LMSettings, on_epoch=None, checkpoint: Opti
         if s.batch_size % world:
             raise OptionError(f"batch size {s.batch_size} does not split over {world} "
                               f"processes: give a multiple of {world}")
-        if checkpoint:
-            raise OptionError("--checkpoint with several processes is not supported yet: run "
-                              "one process to checkpoint")
     if s.threads:
         torch.set_num_threads(s.threads)
     # the sparse gradients are torch's own (embedding, the tree layers'): no per-step checks
     torch.sparse.check_sparse_tensor_invariants.disable()
     model = build_model(data, s).to(device)
     layer = model.output
+    network, output_layer = (data_parallel(model, device) if world > 1
+                             else (model.hidden, layer))
     optimizer = torch.optim.Adagrad(model.parameters(), lr=s.lr)
     check_optimizer(optimizer, model)  # a plugin layer's gradients Adagrad cannot take: one line
     # fp16 needs its loss scaled (bf16 has fp32's range)
@@ -367,6 +419,8 @@ def train_lm(data: LMData, settings: LMSettings, on_epoch=None, checkpoint: Opti
         report.settings = dataclasses.asdict(s)
         start_epoch, position, step = saved.epoch, saved.position, saved.step
         carried = _to(saved.state, device)
+        if world > 1:  # the checkpoint holds the whole batch's state: this rank's rows
+            carried = _rows_of(carried, rank, world)
         sums = (saved.extra or {}).get("sums")
         logger.info("resumed %s at step %d (epoch %d, position %d)", checkpoint, step,
                     start_epoch + 1, position)
@@ -378,6 +432,14 @@ def train_lm(data: LMData, settings: LMSettings, on_epoch=None, checkpoint: Opti
                     report.untrained.perplexity)
 
     def save(epoch, at, state, running):
+        if world > 1:  # one file, written by rank 0, for any number of processes to resume
+            state = _gather_rows(state, world)
+            if running is not None:  # each rank resumes with an equal share of the totals
+                loss, count, output_s = _all_reduce_sum([running[0], running[1],
+                                                         running[2] / world], device)
+                running = (loss / world, int(round(count / world)), output_s, running[3])
+            if rank:
+                return
         save_checkpoint(checkpoint, model=model, optimizer=optimizer, step=step, epoch=epoch,
                         position=at, settings=s, data_fingerprint=fingerprint, report=report,
                         state=state, extra={"sums": running})
@@ -391,6 +453,7 @@ def train_lm(data: LMData, settings: LMSettings, on_epoch=None, checkpoint: Opti
             loss_sum, tokens, output_seconds, before = sums or (0.0, 0, 0.0, 0.0)
             carried, sums = None, None
             started = time.perf_counter() - before
+            pending = torch.zeros((), dtype=torch.float64, device=device)  # summed on the device
             todo = [t for t in steps if t >= position]
             position = 0
             bar = tqdm(total=len(steps) * s.batch_size * s.bptt, unit="tok", unit_scale=True,
@@ -402,22 +465,15 @@ def train_lm(data: LMData, settings: LMSettings, on_epoch=None, checkpoint: Opti
                     x = x[:, :y.shape[1]]
                     optimizer.zero_grad(set_to_none=True)
                     with autocast(device, s.precision):
-                        out, state = model.hidden(x, _detach(state))
+                        out, state = network(x, _detach(state))
                     # the output layer apart: its forward and backward on the detached output
                     h = out.detach().requires_grad_()
                     layer_started = time.perf_counter()
                     with autocast(device, s.precision):
-                        loss = layer(h, y).loss
+                        loss = output_layer(h, y).loss
                     (loss if scaler is None else scaler.scale(loss)).backward()
                     output_seconds += time.perf_counter() - layer_started
-                    value = float(loss.detach())
-                    if not math.isfinite(value):
-                        raise TrainingDiverged(f"training diverged in epoch {epoch + 1}: the "
-                                               f"loss became {value} (learning rate {s.lr} too "
-                                               f"high?); nothing was written")
                     out.backward(h.grad)
-                    if world > 1:
-                        _average_gradients(model, world)
                     if scaler is not None:
                         scaler.unscale_(optimizer)
                     clip_grad_norm(model.parameters(), s.clip)
@@ -431,12 +487,15 @@ def train_lm(data: LMData, settings: LMSettings, on_epoch=None, checkpoint: Opti
                     if info is not None:
                         report.reassignments.append({"epoch": epoch, **info})
                     n = y.numel()
-                    loss_sum += value * n
+                    pending = pending + loss.detach().double() * n
                     tokens += n
                     bar.update(n)
-                    bar.set_postfix_str(f"loss {loss_sum / tokens:.3f}", refresh=False)
-                    if checkpoint_every and step % checkpoint_every == 0 and \
-                            t + s.bptt < train.shape[1] - 1:
+                    to_save = checkpoint_every and step % checkpoint_every == 0 and \
+                        t + s.bptt < train.shape[1] - 1
+                    if step % READ_LOSS_EVERY == 0 or to_save or t == todo[-1]:
+                        loss_sum, pending = read_loss(loss_sum, pending, epoch, s.lr)
+                        bar.set_postfix_str(f"loss {loss_sum / tokens:.3f}", refresh=False)
+                    if to_save:
                         save(epoch, t + s.bptt, _detach(state),
                              (loss_sum, tokens, output_seconds,
                               time.perf_counter() - started))
