@@ -53,7 +53,8 @@ def row_settings(row: str, args, boot_vectors: str):
     if row == "class-frequency":
         return dict(common, output="class", clustering="frequency")
     if row.startswith("self-organized"):
-        return dict(common, output=row, layer_options={"reassign_every": args.reassign_every})
+        return dict(common, output=row, layer_options={"reassign_every": args.reassign_every,
+                                                       **dict(args.layer_option)})
     if row == "semhuff-wordnet":
         return dict(common, output="tree", tree="semhuff", similarity="wordnet")
     if row == "semhuff-boot":
@@ -118,6 +119,10 @@ def main(argv=None) -> int:
                    "256, 4 heads); results to OUT/<setting>-transformer.json")
     p.add_argument("--seed", type=int, default=1, help="the seed of every row (results to "
                    "OUT/<setting>[-transformer]-seed<S>.json unless 1)")
+    p.add_argument("--layer-option", action="append", default=[], metavar="NAME=VALUE",
+                   type=lambda t: tuple(t.split("=", 1)),
+                   help="an option of the self-organized rows (repeatable), e.g. "
+                   "new_rows=carried; results to OUT/<setting>...-<NAME>-<VALUE>.json")
     args = p.parse_args(argv)
     if not os.path.exists(args.corpus):
         raise SystemExit(missing_message(args.corpus, "the shared corpus"))
@@ -127,7 +132,8 @@ def main(argv=None) -> int:
     conf = SETTINGS[args.setting]
     os.makedirs(args.out, exist_ok=True)
     stem = args.setting + ("-transformer" if args.arch == "transformer" else "") + (
-        f"-seed{args.seed}" if args.seed != 1 else "")
+        f"-seed{args.seed}" if args.seed != 1 else "") + "".join(
+        f"-{name}-{value}" for name, value in args.layer_option)
     record = os.path.join(args.out, f"{stem}.json")
     results = json.load(open(record)) if os.path.exists(record) else {}
     started = time.perf_counter()

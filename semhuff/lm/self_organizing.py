@@ -63,7 +63,7 @@ from ..trees.organizer import SelfOrganizer, remap_rows, split_keys
 from .base import LOW_PRECISION, Cache, LMOutputLayer, accumulate_dtype, check_sizes
 from .class_softmax import TwoLevelSoftmax
 from .optim_state import remap_optimizer_state
-from .paths import path_matrix, paths_log_prob
+from .paths import path_buffers, path_matrix, paths_log_prob
 from .tree_softmax import TreeSoftmax
 
 logger = logging.getLogger(__name__)
@@ -102,7 +102,8 @@ class SelfOrganizingSoftmax(LMOutputLayer):
                  freq_budget: float = 0.1, smoothing: str = "epoch", criterion: str = "log-prob",
                  margin: float = 0.0, cluster_init: str = "random",
                  freeze_after: Optional[int] = None, projection: bool = False,
-                 statistic_rows: Optional[int] = 512, sparse: bool = False, seed: int = 1,
+                 statistic_rows: Optional[int] = 512, new_rows: str = "zero",
+                 sparse: bool = False, seed: int = 1,
                  device=None, dtype=None, ignore_index: int = -100, reduction: str = "mean"):
         super().__init__()
         self.set_loss(ignore_index, reduction)
@@ -118,7 +119,12 @@ class SelfOrganizingSoftmax(LMOutputLayer):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int)
                                       or value < 1):
                 raise OptionError(f"{name} must be an integer >= 1 or None, got {value!r}")
+        if new_rows not in ("zero", "carried"):
+            raise OptionError(f"new_rows must be zero or carried, got {new_rows!r}")
+        if form != "binary" and new_rows != "zero":
+            raise OptionError("new_rows applies to the binary form only")
         self.form = form
+        self.new_rows = new_rows
         self.freeze_after = freeze_after
         self.statistic_rows = statistic_rows
         self.organizer = SelfOrganizer(
@@ -400,8 +406,11 @@ class SelfOrganizingSoftmax(LMOutputLayer):
         sign = torch.sign(moved)
         weight = self.body.weight
         with torch.no_grad():
-            weight.copy_(torch.where((source >= 0).unsqueeze(1), weight[source.clamp(min=0)], 0)
-                         * sign.to(weight.dtype).unsqueeze(1))
+            fresh = 0 if self.new_rows == "zero" else \
+                carried_rows(self.body.tree, tree, weight, self.counts).to(weight.dtype)
+            weight.copy_(torch.where((source >= 0).unsqueeze(1),
+                                     weight[source.clamp(min=0)] * sign.to(weight.dtype)
+                                     .unsqueeze(1), fresh))
         weight.grad = None
         remap_optimizer_state(optimizer, weight, source, sign)
         self.body.set_tree(tree)
@@ -450,10 +459,43 @@ class SelfOrganizingSoftmax(LMOutputLayer):
                 f"{o.criterion}); {self.body.describe()}")
 
 
+@torch.no_grad()
+def carried_rows(old_tree, new_tree, weight: torch.Tensor, counts: torch.Tensor,
+                 chunk: int = 8) -> torch.Tensor:
+    """(V - 1, D) rows for every node of ``new_tree`` from what the old tree's rows learned
+    (the binary form's ``new_rows="carried"``). Each word's direction along its old path,
+    e_w = sum_j sign_j W[point_j] (an h with a large h . e_w gives w a high probability); a new
+    node's row, the difference of the count-weighted mean directions of the words on its two
+    sides (+ side minus - side), scaled to the old rows' mean norm. Nothing of size (V, depth,
+    D): ``chunk`` levels at a time."""
+    W = weight.detach().float()
+    c = counts.to(W.device, torch.float32).clamp_min(1.0)
+    points, signs, _ = path_buffers(old_tree, device=W.device, dtype=torch.float32)
+    e = torch.zeros(points.shape[0], W.shape[1], device=W.device)
+    for a in range(0, points.shape[1], chunk):
+        e += torch.einsum("vl,vld->vd", signs[:, a:a + chunk], W[points[:, a:a + chunk]])
+    points, signs, _ = path_buffers(new_tree, device=W.device, dtype=torch.float32)
+    n_rows = new_tree.n_inner
+    sums = torch.zeros(2 * n_rows, W.shape[1], device=W.device)  # (node, side) sums
+    mass = torch.zeros(2 * n_rows, device=W.device)
+    for j in range(points.shape[1]):
+        on = signs[:, j] != 0
+        slot = points[on, j] * 2 + (signs[on, j] < 0).long()
+        sums.index_add_(0, slot, c[on, None] * e[on])
+        mass.index_add_(0, slot, c[on])
+    mean = (sums / mass.clamp_min(1e-12).unsqueeze(1)).view(n_rows, 2, -1)
+    rows = mean[:, 0] - mean[:, 1]
+    scale = W.norm(dim=1).mean() / rows.norm(dim=1).clamp_min(1e-12)
+    return rows * scale.unsqueeze(1)
+
+
 class SelfOrganizingBinary(SelfOrganizingSoftmax):
     """The binary form's declarations, registered as "self-organized-binary"; ``from_vocab``
     gives a ``SelfOrganizingSoftmax(form="binary")``."""
     FORM = "binary"
     OPTIONS = LOSS_OPTIONS + _organizer_options() + (
         Option("statistic_rows", int, 512, "rows of each batch whose full cluster distribution "
-               "feeds the statistic", metavar="ROWS", check=positive_int),)
+               "feeds the statistic", metavar="ROWS", check=positive_int),
+        Option("new_rows", str, "zero", "the rows of nodes a re-assignment creates: zero, or "
+               "carried from the old rows (each side's words' mean direction)",
+               choices=("zero", "carried")),)
