@@ -159,14 +159,18 @@ class TwoLevelSoftmax(LMOutputLayer):
         return torch.log_softmax(logits.masked_fill(self.empty, -math.inf), dim=1)
 
     def cluster_log_prob(self, h, target):
-        return self.parts(h, target)[1]
+        return self._cluster_part(self._project(h)[0], target)[1]
+
+    def _cluster_part(self, hc, target) -> Tuple[torch.Tensor, torch.Tensor]:
+        """(the cluster logits (N, C), log P(c(w) | h) (N,))."""
+        logits = hc @ self.cluster_weight.t()
+        clusters = self.cluster_log_softmax(logits)
+        return logits, clusters.gather(1, self.cluster_of[target].unsqueeze(1)).squeeze(1)
 
     def parts(self, h, target) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """(the cluster logits (N, C), log P(c(w) | h) (N,), log P(w | c(w), h) (N,))."""
         hc, hw = self._project(h)
-        logits = hc @ self.cluster_weight.t()
-        clusters = self.cluster_log_softmax(logits)
-        own = clusters.gather(1, self.cluster_of[target].unsqueeze(1)).squeeze(1)
+        logits, own = self._cluster_part(hc, target)
         within = in_cluster_log_prob(hw, self.word_weight, target, self, self.sparse)
         return logits, own, within
 

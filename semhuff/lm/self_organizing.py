@@ -261,7 +261,10 @@ class SelfOrganizingSoftmax(LMOutputLayer):
         if self.statistic_rows is None or self.statistic_rows >= n:
             return torch.arange(n, device=device)
         g = torch.Generator().manual_seed(self.organizer.seed * 1_000_003 + self.steps)
-        return torch.randperm(n, generator=g)[:self.statistic_rows].sort().values.to(device)
+        rows = torch.randperm(n, generator=g)[:self.statistic_rows].sort().values
+        if torch.device(device).type == "cuda":  # from pinned memory: the copy does not wait
+            return rows.pin_memory().to(device, non_blocking=True)
+        return rows.to(device)
 
     # -- the statistic -----------------------------------------------------------------------------
     @torch.no_grad()
@@ -441,7 +444,7 @@ class SelfOrganizingSoftmax(LMOutputLayer):
     def cluster_log_prob(self, h, target):
         """The two-level form's cluster part, or the binary form's path down to the cluster."""
         if self.form == "two-level":
-            return self.body.parts(h, target)[1]
+            return self.body.cluster_log_prob(h, target)
         nodes, _ = self.body.path_log_probs(h, target)
         top = torch.arange(nodes.shape[1], device=nodes.device) < \
             self.cluster_depth[target].unsqueeze(1)

@@ -321,7 +321,8 @@ def evaluate(model: LSTMLanguageModel, ids: np.ndarray, batch: int = 10, bptt: i
         if torch.distributed.is_available() and torch.distributed.is_initialized() else (1, 0)
     if world > 1:  # each rank scores its rows; the sums are added up below
         data = data[rank::world]
-    nll = cluster_nll = 0.0
+    # summed on the device, read back once at the end
+    nll = cluster_nll = torch.zeros((), dtype=torch.float64, device=device)
     count = 0
     clustered = None
     state = None
@@ -334,12 +335,13 @@ def evaluate(model: LSTMLanguageModel, ids: np.ndarray, batch: int = 10, bptt: i
             target = y.reshape(-1)
             scored = model.output(h, target).output
             part = model.output.cluster_log_prob(h, target)
-        nll -= float(scored.double().sum())
+        nll = nll - scored.double().sum()
         clustered = part is not None
         if clustered:
-            cluster_nll -= float(part.double().sum())
+            cluster_nll = cluster_nll - part.double().sum()
         count += target.numel()
     model.train(was_training)
+    nll, cluster_nll = float(nll), float(cluster_nll)
     if world > 1:
         nll, cluster_nll, count, any_clustered = _all_reduce_sum(
             [nll, cluster_nll, count, float(bool(clustered))], device)
