@@ -136,7 +136,7 @@ def where_looked() -> str:
     semhuff at the data (every "data not found" message ends with it)."""
     env = os.environ.get(ENV_VAR)
     folders = "/".join(sorted(_top_folders()))
-    how = (f"set {ENV_VAR} (or --data-dir) to the folder holding {folders}; "
+    how = (f"set {ENV_VAR} (semhuff-eval: or --data-dir) to the folder holding {folders}; "
            f"see data/README.md")
     if env:
         state = "" if Path(env).is_dir() else ", which does not exist"

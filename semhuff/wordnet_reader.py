@@ -55,7 +55,8 @@ def find_wordnet(wordnet_dir: Optional[str] = None) -> str:
         raise DatasetMissing(f"WordNet dict files (data.noun ...) not found in {wordnet_dir}")
     where = ", ".join(default_wordnet_dirs())
     raise DatasetMissing(f"WordNet dict files (data.noun ...) not found in {where} "
-                         f"({where_looked()}; or set SEMHUFF_WORDNET to a WordNet dict folder)")
+                         f"({where_looked()}; or give --wordnet-dir DIR, or set "
+                         f"SEMHUFF_WORDNET, to a WordNet dict folder)")
 
 
 # -- the file format -------------------------------------------------------------------------------

@@ -359,3 +359,32 @@ def test_a_checkpoints_recurrent_state_is_the_whole_batch_gathered_from_the_rank
     results = mp.Manager().dict()
     mp.spawn(_rows_worker, args=(2, f"file://{tmp_path / 'rdv'}", results), nprocs=2, join=True)
     assert results[0] == results[1] == [True, True, True]
+
+
+def test_a_wordnet_semhuff_model_loads_and_scores_without_wordnet(saved_run, tmp_path,
+                                                                   monkeypatch, capsys):
+    """Trained with --tree semhuff --similarity wordnet (skipped without the WordNet data),
+    then loaded and scored with every WordNet location pointing nowhere: the tree comes from
+    the file."""
+    from semhuff.errors import DatasetMissing, SimilarityError
+    from semhuff.trees.similarity import find_wordnet
+    try:
+        find_wordnet()
+    except (DatasetMissing, SimilarityError) as exc:
+        pytest.skip(f"WordNet not here: {exc}")
+    _, _, held = saved_run
+    train = held.parent / "train.txt"
+    model = tmp_path / "semhuff.pt"
+    assert lm_main([str(train), "--heldout", str(held), "--max-vocab", "400", "--emb", "8",
+                    "--hidden", "8", "--threads", "1", "--no-progress", "--tree", "semhuff",
+                    "--similarity", "wordnet", "--heldout-tokens", "500", "-q",
+                    "-o", str(model)]) == 0
+    monkeypatch.setenv("SEMHUFF_DATA", str(tmp_path / "nothing"))
+    monkeypatch.setenv("SEMHUFF_WORDNET", str(tmp_path / "nothing"))
+    with pytest.raises((DatasetMissing, SimilarityError)):
+        find_wordnet()
+    loaded = load_model(str(model))
+    assert loaded.model.output.tree.kind == "semhuff"
+    capsys.readouterr()
+    assert lm_main(["score", str(model), str(held), "--max-tokens", "500"]) == 0
+    assert "perplexity" in capsys.readouterr().out
