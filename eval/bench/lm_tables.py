@@ -132,7 +132,8 @@ def main(argv=None) -> int:
     conf = SETTINGS[args.setting]
     os.makedirs(args.out, exist_ok=True)
     stem = args.setting + ("-transformer" if args.arch == "transformer" else "") + (
-        f"-seed{args.seed}" if args.seed != 1 else "") + "".join(
+        f"-seed{args.seed}" if args.seed != 1 else "") + (
+        f"-every{args.reassign_every}" if args.reassign_every != 200 else "") + "".join(
         f"-{name}-{value}" for name, value in args.layer_option)
     record = os.path.join(args.out, f"{stem}.json")
     results = json.load(open(record)) if os.path.exists(record) else {}
