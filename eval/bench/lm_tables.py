@@ -53,8 +53,12 @@ def row_settings(row: str, args, boot_vectors: str):
     if row == "class-frequency":
         return dict(common, output="class", clustering="frequency")
     if row.startswith("self-organized"):
+        from semhuff.lm.output import layer_options, lm_layer_class
+        from semhuff.options import parse_assignments
+        given = parse_assignments([f"{name}={value}" for name, value in args.layer_option],
+                                  layer_options(lm_layer_class(row)), row)  # typed, checked
         return dict(common, output=row, layer_options={"reassign_every": args.reassign_every,
-                                                       **dict(args.layer_option)})
+                                                       **given})
     if row == "semhuff-wordnet":
         return dict(common, output="tree", tree="semhuff", similarity="wordnet")
     if row == "semhuff-boot":
