@@ -27,16 +27,28 @@ def test_quick_cpu_run_times_every_layer_and_every_lm_run_learns(tmp_path):
     result = json.loads(out.read_text())
     assert result["failures"] == [] and result["skipped"] == 0
     layers = {(r["name"], r["label"], r["precision"]) for r in result["layers"]}
-    assert len(layers) == 6 * 2 and all(r["ms"] > 0 for r in result["layers"])
+    assert len(layers) == 7 * 2 and all(r["ms"] > 0 for r in result["layers"])
     lm = result["lm"]
     assert {(r["network"], r["name"], r["precision"]) for r in lm} == {
         (n, layer, p) for n in ("lstm", "transformer") for p in ("fp32", "bf16")
-        for layer in ("full", "adaptive", "tree", "self-organized", "self-organized-binary")}
+        for layer in ("full", "adaptive", "tree", "tree sparse", "self-organized",
+                      "self-organized-binary")}
     for r in lm:
         assert r["ok"] and r["last_loss"] < r["first_loss"]
         assert r["heldout_ppl_after"] < r["heldout_ppl_before"]
         assert (r["reassignments"] > 0) == r["name"].startswith("self-organized")
     assert "| lstm | tree | fp32 | 30 |" in run.stdout  # the Markdown table
+    # a subset: --layers / --lm-layers / --networks / --precisions pick by label
+    out = tmp_path / "some.json"
+    run = check("--device", "cpu", "--quick", "--threads", "1", "--out", str(out), "--layers",
+                "full,class", "--lm-layers", "tree sparse", "--networks", "lstm",
+                "--precisions", "fp32")
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    some = json.loads(out.read_text())
+    assert [r["label"] for r in some["layers"]] == ["full softmax",
+                                                    "class softmax, frequency bins"]
+    assert [(r["network"], r["name"], r["precision"]) for r in some["lm"]] == [
+        ("lstm", "tree sparse", "fp32")]
 
 
 def test_without_cuda_it_skips_and_exits_0(tmp_path):

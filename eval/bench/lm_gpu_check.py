@@ -170,13 +170,13 @@ def layer_benchmark(cfg, device, deadline, failures):
     for V in cfg["vocab"]:
         vocab = zipf_vocab(V)
         full_ms = {}
-        for label, name, options in picked(LAYERS, cfg.get("layers")):
+        for label, name, options in picked(LAYERS, cfg.get("only_layers")):
             layer, error = None, None
             try:  # made once, timed in each precision
                 layer, built = make_layer(name, options, vocab, cfg, device)
             except Exception as exc:  # noqa: BLE001 - reported, the others still run
                 error = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
-            for precision in picked(PRECISIONS, cfg.get("precisions")):
+            for precision in picked(PRECISIONS, cfg.get("only_precisions")):
                 row = {"V": V, "label": label, "name": name, "precision": precision}
                 try:
                     if error is not None:
@@ -306,9 +306,9 @@ def lm_runs(cfg, device, deadline, failures):
     train = torch.as_tensor(batchify(train_ids, cfg["lm_batch"]), device=device)
     held = torch.as_tensor(batchify(held_ids, min(cfg["lm_batch"], 16)), device=device)
     rows = []
-    for arch in picked(NETWORKS, cfg.get("networks")):
-        for precision in picked(PRECISIONS, cfg.get("precisions")):
-            for label, name, overrides in picked(LM_LAYERS, cfg.get("lm_layers")):
+    for arch in picked(NETWORKS, cfg.get("only_networks")):
+        for precision in picked(PRECISIONS, cfg.get("only_precisions")):
+            for label, name, overrides in picked(LM_LAYERS, cfg.get("only_lm_layers")):
                 row = {"network": arch, "name": label, "precision": precision}
                 if device.type == "cuda":
                     torch.cuda.empty_cache()
@@ -390,6 +390,7 @@ def main(argv=None) -> int:
     for flag, what in (("layers", "benchmarked layers"), ("lm-layers", "LM runs' layers"),
                        ("networks", "networks"), ("precisions", "precisions")):
         p.add_argument(f"--{flag}", type=lambda t: t.split(","), metavar="A,B",
+                       dest="only_" + flag.replace("-", "_"),
                        help=f"only the {what} whose label contains one of these")
     p.add_argument("--skip-lm", action="store_true", help="no LM runs")
     p.add_argument("--time-budget", type=float, default=540.0, metavar="SECONDS",
@@ -411,8 +412,8 @@ def main(argv=None) -> int:
             write_json(args.out, {"skipped": message, "torch": torch.__version__})
         return 0
     cfg = dict(QUICK if args.quick else FULL)
-    for key in ("vocab", "hidden", "lm_steps", "layers", "lm_layers", "networks",
-                "precisions"):
+    for key in ("vocab", "hidden", "lm_steps", "only_layers", "only_lm_layers",
+                "only_networks", "only_precisions"):
         if getattr(args, key) is not None:
             cfg[key] = getattr(args, key)
     if args.threads:
