@@ -51,8 +51,8 @@ def test_a_reassignment_with_carried_rows_keeps_every_row_finite_and_none_zero()
     counts = np.maximum((1e6 / np.arange(1, 81)).astype(np.int64), 1)
     from semhuff.vocab import Vocab
     vocab = Vocab([f"w{i}" for i in range(80)], counts, int(counts.sum()))
-    layer = make_output_layer("self-organized-binary", 6, vocab, reassign_every=3,
-                              new_rows="carried", seed=2)
+    layer = make_output_layer("self-organized-binary", 6, vocab, reassign_every=3, seed=2)
+    assert layer.new_rows == "carried"  # the default
     opt = torch.optim.Adagrad(layer.parameters(), lr=0.3)
     g = torch.Generator().manual_seed(0)
     infos = []

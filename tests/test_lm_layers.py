@@ -276,7 +276,7 @@ def test_binary_reassignment_equals_the_numba_layers_rows():
     from semhuff.layers.self_organized import SelfOrganizedHS
     vocab = zipf_vocab(120)
     layer = SelfOrganizingSoftmax(D, vocab.counts, 9, form="binary", gamma=1.2,
-                                  freq_budget=0.3, seed=4)
+                                  freq_budget=0.3, seed=4, new_rows="zero")  # the Numba layer's
     randomise(layer)
     numba = SelfOrganizedHS.create(vocab, seed=4, clusters=9, gamma=1.2, freq_budget=0.3)
     numba.allocate(len(vocab), D)
@@ -310,7 +310,8 @@ def _splits(tree, cluster_of, cluster_depth):
 def test_binary_reassignment_carries_every_unchanged_split_and_the_optimizer_state():
     vocab = zipf_vocab(150)
     layer = randomise(SelfOrganizingSoftmax(D, vocab.counts, 10, form="binary",
-                                            reassign_every=3, freq_budget=0.3, seed=2).double())
+                                            reassign_every=3, freq_budget=0.3, seed=2,
+                                            new_rows="zero").double())
     opt = torch.optim.Adam(layer.parameters(), lr=0.01)
     h, t = batch(64, vocab_size=150, seed=3)
     for step in range(2):
@@ -372,7 +373,8 @@ def test_binary_reassignment_carries_every_unchanged_split_and_the_optimizer_sta
 def test_adagrad_state_moves_without_sign_and_resets_to_its_initial_value():
     vocab = zipf_vocab(150)
     layer = randomise(SelfOrganizingSoftmax(D, vocab.counts, 10, form="binary",
-                                            reassign_every=2, freq_budget=0.3, seed=2))
+                                            reassign_every=2, freq_budget=0.3, seed=2,
+                                            new_rows="zero"))
     opt = torch.optim.Adagrad(layer.parameters(), lr=0.1, initial_accumulator_value=0.25)
     h, t = batch(64, vocab_size=150, seed=3, dtype=torch.float32)
     layer(h, t).loss.backward()
