@@ -7,14 +7,14 @@ paper's split applies: the last 1M characters are held out, the training text co
 
 * ``ptb``: a PTB-like setting (the p-tHSM poster's scale): the 10,000 most frequent words of
   the first 1M training tokens (the rest <unk>), 2 epochs, and every row: full softmax,
-  adaptive softmax, class softmax over frequency bins, self-organized (two-level, binary),
-  Huffman, SemHuff (WordNet; and bootstrapped from skip-gram vectors this project trains on the
+  adaptive softmax, class softmax over frequency bins, self-organized (two-level, binary; and
+  the binary form with its clusters frozen after the first epoch, ``-frozen``), Huffman, SemHuff (WordNet; and bootstrapped from skip-gram vectors this project trains on the
   same training tokens), random and alphabetical trees;
 * ``text8``: a text8-like vocabulary (44,000 words, counted on the first 2M training tokens),
   1 epoch over them, the fast layers and the adaptive softmax.
 
 Every row has the same LSTM (embedding 256, hidden 256, one layer), Adagrad 0.1, clip 0.25,
-20-step truncation, batches of 32 rows, seed 1. The self-organized layers re-assign every 200
+20-step truncation, batches of 32 rows, seed 1 (``--seed``). The self-organized layers re-assign every 200
 steps (``--reassign-every``): the paper's K = 1000 batches would give only three re-assignments
 in so short a run. Each row's results go to ``OUT/<setting>.json`` as they finish (a re-run
 skips the rows already there), and the table to ``OUT/<setting>.md``; ten sample clusters of each
@@ -34,7 +34,8 @@ from semhuff.data_paths import missing_message, shared_corpus
 SETTINGS = {
     "ptb": dict(max_vocab=10_000, train_tokens=1_000_000, heldout_tokens=100_000, epochs=2,
                 rows=["full", "adaptive", "class-frequency", "self-organized",
-                      "self-organized-binary", "huffman", "semhuff-wordnet", "semhuff-boot",
+                      "self-organized-binary", "self-organized-binary-frozen", "huffman",
+                      "semhuff-wordnet", "semhuff-boot",
                       "random", "alphabetical"]),
     "text8": dict(max_vocab=44_000, train_tokens=2_000_000, heldout_tokens=100_000, epochs=1,
                   rows=["huffman", "self-organized-binary", "adaptive", "class-frequency",
@@ -55,10 +56,13 @@ def row_settings(row: str, args, boot_vectors: str):
     if row.startswith("self-organized"):
         from semhuff.lm.output import layer_options, lm_layer_class
         from semhuff.options import parse_assignments
+        output = row.replace("-frozen", "")
         given = parse_assignments([f"{name}={value}" for name, value in args.layer_option],
-                                  layer_options(lm_layer_class(row)), row)  # typed, checked
-        return dict(common, output=row, layer_options={"reassign_every": args.reassign_every,
-                                                       **given})
+                                  layer_options(lm_layer_class(output)), output)  # typed
+        if row.endswith("-frozen"):  # the clusters re-learned in the first epoch only
+            given.setdefault("freeze_after", args.steps_per_epoch)
+        return dict(common, output=output, layer_options={
+            "reassign_every": args.reassign_every, **given})
     if row == "semhuff-wordnet":
         return dict(common, output="tree", tree="semhuff", similarity="wordnet")
     if row == "semhuff-boot":
@@ -147,6 +151,7 @@ def main(argv=None) -> int:
     print(f"{args.setting}: {data.describe()} (data in {time.perf_counter() - started:.0f} s)",
           flush=True)
     rows = args.rows.split(",") if args.rows else conf["rows"]
+    args.steps_per_epoch = len(range(0, len(data.train) // 32 - 1, 20))  # batch 32, bptt 20
     for row in rows:
         if row in results:
             continue
@@ -156,7 +161,7 @@ def main(argv=None) -> int:
         model, report = train_lm(data, settings)
         out = report.to_dict()
         out["wall_seconds"] = time.perf_counter() - t0
-        if row.startswith("self-organized"):
+        if row.startswith("self-organized"):  # (and -frozen)
             out["sample_clusters"] = sample_clusters(model.output, data.vocab)
         results[row] = out
         with open(record + ".tmp", "w") as fh:
