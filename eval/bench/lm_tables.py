@@ -59,8 +59,11 @@ def row_settings(row: str, args, boot_vectors: str):
         output = row.replace("-frozen", "")
         given = parse_assignments([f"{name}={value}" for name, value in args.layer_option],
                                   layer_options(lm_layer_class(output)), output)  # typed
-        if row.endswith("-frozen"):  # the clusters re-learned in the first epoch only
+        if row.endswith("-frozen"):  # the clusters re-learned in the first epoch only; new
+            # rows from zero (measured better than carried rows when the tree is then kept:
+            # docs/lm.md)
             given.setdefault("freeze_after", args.steps_per_epoch)
+            given.setdefault("new_rows", "zero")
         return dict(common, output=output, layer_options={
             "reassign_every": args.reassign_every, **given})
     if row == "semhuff-wordnet":
