@@ -80,6 +80,10 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--bptt", type=int, default=20, help="truncated back-propagation steps (default 20)")
     g.add_argument("--epochs", type=int, default=1, help="passes over the training text (default 1)")
     g.add_argument("--lr", type=float, default=0.1, help="Adagrad's learning rate (default 0.1)")
+    g.add_argument("--retree-every", type=int, default=0, metavar="EPOCHS",
+                   help="--output tree: after every EPOCHS epochs, re-build the tree as a SemHuff "
+                        "tree over the network's own input embeddings, the rows carried over "
+                        "(default 0: never)")
     g.add_argument("--clip", type=float, default=0.25, help="gradient norm clip (default 0.25)")
     g.add_argument("--threads", type=int, help="PyTorch's threads (default: its own)")
     g.add_argument("--seed", type=int, default=1)
@@ -272,6 +276,7 @@ def _run(args) -> int:
                           network_options=network_settings(args), dropout=args.dropout,
                           batch_size=args.batch_size, bptt=args.bptt, epochs=args.epochs,
                           lr=args.lr, clip=args.clip, threads=args.threads, seed=args.seed,
+                          retree_every=args.retree_every,
                           device=args.device, precision=args.precision,
                           progress=not args.no_progress and args.quiet == 0)
     settings.check()

@@ -176,3 +176,47 @@ def test_the_trainers_sparse_default_holds_on_the_cpu_only():
         assert "sparse" not in LMSettings(output=output, device="cuda").layer_settings()
         assert LMSettings(output=output, device="cuda:1",
                           layer_options={"sparse": True}).layer_settings()["sparse"] is True
+
+
+def test_retree_every_rebuilds_the_tree_from_the_networks_own_embeddings():
+    """--retree-every 1 over 2 epochs: after the first, a SemHuff tree over the LSTM's input
+    embeddings, every row from carried_rows, Adagrad's sums restarted; training goes on."""
+    import numpy as np
+
+    from semhuff.cli.common import resolve_corpus
+    from semhuff.errors import OptionError
+    from semhuff.lm.token_ids import load_data
+    from semhuff.lm.trainer import LMSettings, train_lm
+    from semhuff.trees.huffman import build_huffman
+    data = load_data(resolve_corpus(["lee"]), None, 20000, 1, 200, 4000, None)
+    seen = {}
+    import semhuff.lm.tree_softmax as tree_softmax
+    original = tree_softmax.TreeSoftmax.retree
+
+    def spy(self, tree, counts, optimizer=None):
+        import torch
+        old, before = self.tree, self.weight.detach().clone()
+        original(self, tree, counts, optimizer)
+        seen["tree"] = tree
+        seen["carried"] = torch.allclose(self.weight, tree_softmax.carried_rows(
+            old, tree, before, torch.as_tensor(counts)))
+        seen["state_reset"] = bool((optimizer.state[self.weight]["sum"] == 0).all())
+    tree_softmax.TreeSoftmax.retree = spy
+    try:
+        model, report = train_lm(data, LMSettings(output="tree", tree="huffman", emb=8,
+                                                  hidden=8, epochs=2, retree_every=1,
+                                                  threads=1, progress=False))
+    finally:
+        tree_softmax.TreeSoftmax.retree = original
+    tree = model.output.tree
+    assert tree is seen["tree"] and tree.kind == "semhuff"
+    assert seen["carried"] and seen["state_reset"]
+    assert not np.array_equal(tree.parent, build_huffman(data.vocab.counts).parent)
+    assert [r.get("retree") for r in report.reassignments] == [
+        "semhuff from the input embeddings"]
+    assert all(np.isfinite(e.heldout.perplexity) for e in report.epochs)
+    assert len(report.epochs) == 2
+    with pytest.raises(OptionError, match="--output tree"):
+        LMSettings(output="class", retree_every=1).check()
+    with pytest.raises(OptionError, match="retree_every"):
+        LMSettings(retree_every=-1).check()

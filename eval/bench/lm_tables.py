@@ -35,7 +35,7 @@ SETTINGS = {
     "ptb": dict(max_vocab=10_000, train_tokens=1_000_000, heldout_tokens=100_000, epochs=2,
                 rows=["full", "adaptive", "class-frequency", "self-organized",
                       "self-organized-binary", "self-organized-binary-frozen", "huffman",
-                      "semhuff-wordnet", "semhuff-boot",
+                      "semhuff-wordnet", "semhuff-boot", "semhuff-self",
                       "random", "alphabetical"]),
     "text8": dict(max_vocab=44_000, train_tokens=2_000_000, heldout_tokens=100_000, epochs=1,
                   rows=["huffman", "self-organized-binary", "adaptive", "class-frequency",
@@ -70,6 +70,8 @@ def row_settings(row: str, args, boot_vectors: str):
         return dict(common, output="tree", tree="semhuff", similarity="wordnet")
     if row == "semhuff-boot":
         return dict(common, output="tree", tree="semhuff", similarity=boot_vectors)
+    if row == "semhuff-self":  # issue 36's item 4: Huffman, then SemHuff from its own vectors
+        return dict(common, output="tree", tree="huffman", retree_every=1)
     return dict(common, output="tree", tree=row)
 
 

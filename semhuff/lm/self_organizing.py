@@ -64,7 +64,7 @@ from .base import LOW_PRECISION, Cache, LMOutputLayer, accumulate_dtype, check_s
 from .class_softmax import TwoLevelSoftmax
 from .optim_state import remap_optimizer_state
 from .paths import path_buffers, path_matrix, paths_log_prob
-from .tree_softmax import TreeSoftmax
+from .tree_softmax import TreeSoftmax, carried_rows
 
 logger = logging.getLogger(__name__)
 
@@ -462,36 +462,6 @@ class SelfOrganizingSoftmax(LMOutputLayer):
                 f"{o.n_clusters} clusters re-assigned every {o.reassign_every:,} steps{frozen} "
                 f"(gamma {o.gamma:g}, budget {o.freq_budget:g}, {o.smoothing} smoothing, "
                 f"{o.criterion}); {self.body.describe()}")
-
-
-@torch.no_grad()
-def carried_rows(old_tree, new_tree, weight: torch.Tensor, counts: torch.Tensor,
-                 chunk: int = 8) -> torch.Tensor:
-    """(V - 1, D) rows for every node of ``new_tree`` from what the old tree's rows learned
-    (the binary form's ``new_rows="carried"``). Each word's direction along its old path,
-    e_w = sum_j sign_j W[point_j] (an h with a large h . e_w gives w a high probability); a new
-    node's row, the difference of the count-weighted mean directions of the words on its two
-    sides (+ side minus - side), scaled to the old rows' mean norm. Nothing of size (V, depth,
-    D): ``chunk`` levels at a time."""
-    W = weight.detach().float()
-    c = counts.to(W.device, torch.float32).clamp_min(1.0)
-    points, signs, _ = path_buffers(old_tree, device=W.device, dtype=torch.float32)
-    e = torch.zeros(points.shape[0], W.shape[1], device=W.device)
-    for a in range(0, points.shape[1], chunk):
-        e += torch.einsum("vl,vld->vd", signs[:, a:a + chunk], W[points[:, a:a + chunk]])
-    points, signs, _ = path_buffers(new_tree, device=W.device, dtype=torch.float32)
-    n_rows = new_tree.n_inner
-    sums = torch.zeros(2 * n_rows, W.shape[1], device=W.device)  # (node, side) sums
-    mass = torch.zeros(2 * n_rows, device=W.device)
-    for j in range(points.shape[1]):
-        on = signs[:, j] != 0
-        slot = points[on, j] * 2 + (signs[on, j] < 0).long()
-        sums.index_add_(0, slot, c[on, None] * e[on])
-        mass.index_add_(0, slot, c[on])
-    mean = (sums / mass.clamp_min(1e-12).unsqueeze(1)).view(n_rows, 2, -1)
-    rows = mean[:, 0] - mean[:, 1]
-    scale = W.norm(dim=1).mean() / rows.norm(dim=1).clamp_min(1e-12)
-    return rows * scale.unsqueeze(1)
 
 
 class SelfOrganizingBinary(SelfOrganizingSoftmax):

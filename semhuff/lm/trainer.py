@@ -67,6 +67,8 @@ class LMSettings:
     eval_batch: int = 10
     threads: Optional[int] = None
     seed: int = 1
+    retree_every: int = 0          # tree layer: every this many epochs, a SemHuff tree from the
+    # network's own input embeddings replaces the tree (``retree``); 0: never
     device: str = "cpu"            # cpu, cuda, cuda:N: the model, the batches, the evaluation
     precision: str = "fp32"        # fp32, bf16, fp16 (CUDA only): torch.autocast
     progress: bool = True
@@ -91,6 +93,12 @@ class LMSettings:
         if loss_api:  # the trainer's loss is the mean over every token; they would change it
             raise OptionError(f"{', '.join(loss_api)}: for your own training loops "
                               f"(make_output_layer); semhuff-lm trains on every token's mean loss")
+        if isinstance(self.retree_every, bool) or not isinstance(self.retree_every, int) \
+                or self.retree_every < 0:
+            raise OptionError(f"retree_every must be an integer >= 0, got {self.retree_every!r}")
+        if self.retree_every and self.output != "tree":
+            raise OptionError("--retree-every re-builds a tree layer's tree: it needs --output "
+                              "tree")
         if self.precision not in PRECISIONS:
             raise OptionError(f"precision must be one of {', '.join(PRECISIONS)}, got "
                               f"{self.precision!r}")
@@ -258,6 +266,25 @@ def read_loss(loss_sum: float, pending: torch.Tensor, epoch: int, lr: float):
         raise TrainingDiverged(f"training diverged in epoch {epoch + 1}: the loss became "
                                f"{value} (learning rate {lr} too high?); nothing was written")
     return loss_sum + value, torch.zeros_like(pending)
+
+
+def retree(model: torch.nn.Module, data: LMData, optimizer, seed: int) -> dict:
+    """Replace the tree layer's tree by a SemHuff tree whose similarity is the network's own
+    input embeddings (cosine top-k neighbours), the rows carried over word by word
+    (``TreeSoftmax.retree``); every rank builds the same tree from the same weights."""
+    from ..trees.spec import resolve_tree
+    started = time.perf_counter()
+    vectors = model.embedding.weight.detach().float().cpu().numpy()
+    tree = resolve_tree("semhuff", data.vocab, similarity=(list(data.vocab.words), vectors),
+                        seed=seed)
+    old = model.output.tree
+    model.output.retree(tree, data.vocab.counts, optimizer)
+    same = float(np.mean(old.parent == tree.parent))
+    seconds = time.perf_counter() - started
+    logger.info("re-built the tree from the network's input embeddings (SemHuff, %.1f s; %.1f%% "
+                "of the nodes' parents unchanged)", seconds, 100 * same)
+    return {"retree": "semhuff from the input embeddings", "seconds": seconds,
+            "parents_unchanged": same}
 
 
 def build_model(data: LMData, s: LMSettings) -> LSTMLanguageModel:
@@ -519,6 +546,9 @@ def train_lm(data: LMData, settings: LMSettings, on_epoch=None, checkpoint: Opti
                                          heldout))
             logger.info("epoch %d: train loss %.4f, held-out perplexity %.2f, %.0f tokens/s",
                         epoch + 1, loss_sum / tokens, heldout.perplexity, tokens / seconds)
+            if s.retree_every and (epoch + 1) % s.retree_every == 0 and epoch + 1 < s.epochs:
+                report.reassignments.append({"epoch": epoch, **retree(model, data, optimizer,
+                                                                      s.seed)})
             if checkpoint:
                 save(epoch + 1, 0, None, None)
             if on_epoch is not None:

@@ -13,6 +13,8 @@ log-probabilities are added up in float32 for half-precision weights (``accumula
 """
 from __future__ import annotations
 
+from typing import Optional
+
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -86,6 +88,24 @@ class TreeSoftmax(LMOutputLayer):
         return self.rows.weight
 
     # -- the tree --------------------------------------------------------------------------------
+    @torch.no_grad()
+    def retree(self, tree: Tree, counts, optimizer: Optional[torch.optim.Optimizer] = None
+               ) -> None:
+        """Go on training over ``tree``: every node's row starts from ``carried_rows`` (what the
+        old rows learned, word by word: ``counts`` weighs the words), the optimizer's state of
+        the weight restarts (``remap_optimizer_state``). For a tree re-built from the model's
+        own vectors during training (``semhuff-lm --retree-every``)."""
+        from .optim_state import remap_optimizer_state
+        if tree.n_words != self.n_classes:
+            raise OptionError(f"the tree has {tree.n_words:,} leaves, the layer "
+                              f"{self.n_classes:,}")
+        rows = carried_rows(self.tree, tree, self.weight, torch.as_tensor(np.asarray(counts)))
+        self.weight.copy_(rows.to(self.weight.dtype))
+        self.weight.grad = None
+        fresh = torch.full((self.weight.shape[0],), -1, dtype=torch.long)
+        remap_optimizer_state(optimizer, self.weight, fresh, torch.ones(len(fresh)))
+        self.set_tree(tree)
+
     def set_tree(self, tree: Tree) -> None:
         """Use ``tree`` from now on (the weights stay as they are: re-organizing layers remap
         them first)."""
@@ -154,3 +174,33 @@ class TreeSoftmax(LMOutputLayer):
         return (f"tree softmax over a {self.tree.kind} tree of {self.n_classes:,} words (depth "
                 f"{mean:.1f} averaged over words, max {self.tree.max_depth}; {gradient} weight "
                 f"gradient, {self.in_features} inputs)")
+
+
+@torch.no_grad()
+def carried_rows(old_tree, new_tree, weight: torch.Tensor, counts: torch.Tensor,
+                 chunk: int = 8) -> torch.Tensor:
+    """(V - 1, D) rows for every node of ``new_tree`` from what the old tree's rows learned
+    (the binary self-organized form's ``new_rows="carried"``, ``TreeSoftmax.retree``). Each word's direction along its old path,
+    e_w = sum_j sign_j W[point_j] (an h with a large h . e_w gives w a high probability); a new
+    node's row, the difference of the count-weighted mean directions of the words on its two
+    sides (+ side minus - side), scaled to the old rows' mean norm. Nothing of size (V, depth,
+    D): ``chunk`` levels at a time."""
+    W = weight.detach().float()
+    c = counts.to(W.device, torch.float32).clamp_min(1.0)
+    points, signs, _ = path_buffers(old_tree, device=W.device, dtype=torch.float32)
+    e = torch.zeros(points.shape[0], W.shape[1], device=W.device)
+    for a in range(0, points.shape[1], chunk):
+        e += torch.einsum("vl,vld->vd", signs[:, a:a + chunk], W[points[:, a:a + chunk]])
+    points, signs, _ = path_buffers(new_tree, device=W.device, dtype=torch.float32)
+    n_rows = new_tree.n_inner
+    sums = torch.zeros(2 * n_rows, W.shape[1], device=W.device)  # (node, side) sums
+    mass = torch.zeros(2 * n_rows, device=W.device)
+    for j in range(points.shape[1]):
+        on = signs[:, j] != 0
+        slot = points[on, j] * 2 + (signs[on, j] < 0).long()
+        sums.index_add_(0, slot, c[on, None] * e[on])
+        mass.index_add_(0, slot, c[on])
+    mean = (sums / mass.clamp_min(1e-12).unsqueeze(1)).view(n_rows, 2, -1)
+    rows = mean[:, 0] - mean[:, 1]
+    scale = W.norm(dim=1).mean() / rows.norm(dim=1).clamp_min(1e-12)
+    return rows * scale.unsqueeze(1)
