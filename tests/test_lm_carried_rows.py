@@ -8,7 +8,8 @@ torch = pytest.importorskip("torch")
 
 from semhuff.errors import OptionError  # noqa: E402
 from semhuff.lm import make_output_layer  # noqa: E402
-from semhuff.lm.self_organizing import SelfOrganizingSoftmax, carried_rows  # noqa: E402
+from semhuff.lm.self_organizing import SelfOrganizingSoftmax  # noqa: E402
+from semhuff.lm.tree_softmax import carried_rows  # noqa: E402
 from semhuff.trees.clusters import cluster_tree  # noqa: E402
 from semhuff.trees.huffman import build_huffman  # noqa: E402
 

@@ -63,7 +63,7 @@ from ..trees.organizer import SelfOrganizer, remap_rows, split_keys
 from .base import LOW_PRECISION, Cache, LMOutputLayer, accumulate_dtype, check_sizes
 from .class_softmax import TwoLevelSoftmax
 from .optim_state import remap_optimizer_state
-from .paths import path_buffers, path_matrix, paths_log_prob
+from .paths import path_matrix, paths_log_prob
 from .tree_softmax import TreeSoftmax, carried_rows
 
 logger = logging.getLogger(__name__)

@@ -180,8 +180,8 @@ class TreeSoftmax(LMOutputLayer):
 def carried_rows(old_tree, new_tree, weight: torch.Tensor, counts: torch.Tensor,
                  chunk: int = 8) -> torch.Tensor:
     """(V - 1, D) rows for every node of ``new_tree`` from what the old tree's rows learned
-    (the binary self-organized form's ``new_rows="carried"``, ``TreeSoftmax.retree``). Each word's direction along its old path,
-    e_w = sum_j sign_j W[point_j] (an h with a large h . e_w gives w a high probability); a new
+    (the binary self-organized form's ``new_rows="carried"``, ``TreeSoftmax.retree``). Each
+    word's direction along its old path, e_w = sum_j sign_j W[point_j] (an h with a large h . e_w gives w a high probability); a new
     node's row, the difference of the count-weighted mean directions of the words on its two
     sides (+ side minus - side), scaled to the old rows' mean norm. Nothing of size (V, depth,
     D): ``chunk`` levels at a time."""
