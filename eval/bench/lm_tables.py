@@ -75,6 +75,21 @@ def row_settings(row: str, args, boot_vectors: str):
     return dict(common, output="tree", tree=row)
 
 
+def add_result(record: str, row: str, out: dict) -> dict:
+    """``record`` (JSON) with ``row``'s results added, re-read under a lock first, so that
+    several runs writing the same record (other rows at the same time) keep each other's rows;
+    written atomically. Returns the whole record."""
+    import fcntl
+    with open(record + ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        results = json.load(open(record)) if os.path.exists(record) else {}
+        results[row] = out
+        with open(record + ".tmp", "w") as fh:
+            json.dump(results, fh, indent=1)
+        os.replace(record + ".tmp", record)
+    return results
+
+
 def bootstrap_vectors(data, folder: str) -> str:
     """Skip-gram vectors (semhuff, Huffman HS) trained on the LM's own training tokens, for the
     bootstrapped SemHuff tree."""
@@ -168,10 +183,7 @@ def main(argv=None) -> int:
         out["wall_seconds"] = time.perf_counter() - t0
         if row.startswith("self-organized"):  # (and -frozen)
             out["sample_clusters"] = sample_clusters(model.output, data.vocab)
-        results[row] = out
-        with open(record + ".tmp", "w") as fh:
-            json.dump(results, fh, indent=1)
-        os.replace(record + ".tmp", record)
+        results = add_result(record, row, out)
         print(f"{row}: {report.summary()} ({out['wall_seconds'] / 60:.1f} min)", flush=True)
     with open(os.path.join(args.out, f"{stem}.md"), "w") as fh:
         fh.write(table(results))
