@@ -63,3 +63,17 @@ def test_a_run_that_does_not_learn_fails_the_check(tmp_path):
     run = check("--device", "cpu", "--quick", "--threads", "1", "--skip-layers",
                 "--lm-steps", "1", timeout=60)
     assert run.returncode == 1 and "failure(s)" in run.stdout
+
+
+def test_the_correctness_script_runs_on_the_cpu_and_writes_its_results(tmp_path):
+    """eval/bench/lm_gpu_correctness.py, the GPU session's first step, at its CPU smoke size
+    (one layer's torch.compile check): exit 0, the JSON written, nothing failed."""
+    out = tmp_path / "c.json"
+    script = SCRIPT.parent / "lm_gpu_correctness.py"
+    run = subprocess.run([sys.executable, str(script), "--device", "cpu", "--cases",
+                          "tree huffman dense", "--skip-extras", "--out", str(out)],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    result = json.loads(out.read_text())
+    assert result["failures"] == []
+    assert result["tree huffman dense"]["compiled"]["ok"] is True

@@ -29,13 +29,14 @@ OUT="$out" PYTHON="$python" bash "$root/eval/bench/lm_gpu_check.sh" "${quick[@]}
     --time-budget "${BUDGET:-330}" 2>"$out/check.err" || status=1
 echo "== semhuff-lm --device $dev"
 corpus="$site/markov.txt"
-"$python" - "$corpus" <<'PY'
+if [ "${QUICK:-0}" = 1 ]; then tokens=60000; else tokens=400000; fi
+"$python" - "$corpus" "$tokens" <<'PY'
 import sys, numpy as np
 rng = np.random.default_rng(0)
 V = 5000
 p = 1.0 / np.arange(1, V + 1)
 nxt = rng.choice(V, size=(V, 4), p=p / p.sum())
-pick = rng.choice(4, size=400_000, p=[0.55, 0.25, 0.15, 0.05])
+pick = rng.choice(4, size=int(sys.argv[2]), p=[0.55, 0.25, 0.15, 0.05])
 w, words = 0, []
 for k in pick:
     w = nxt[w, k]
@@ -45,7 +46,7 @@ with open(sys.argv[1], "w") as fh:
         fh.write(" ".join(words[i:i + 20]) + "\n")
 PY
 lm() { timeout 120 "$python" -m semhuff.cli.lm "$corpus" \
-    --device "$dev" --heldout-chars 200000 --epochs 1 --no-progress --bptt 35 --batch-size 32 "$@"; }
+    --device "$dev" --heldout-chars "$((tokens / 2))" --epochs 1 --no-progress --bptt 35 --batch-size 32 "$@"; }
 lm --arch transformer --layers 2 --heads 4 --emb 256 --hidden 256 --output tree --precision bf16 \
     --checkpoint "$site/t.ckpt" --checkpoint-every 200 --report "$out/lm_transformer_tree.json" \
     || status=1
