@@ -219,8 +219,8 @@ def in_cluster_log_prob(hw, word_weight, target, layer, sparse: bool) -> torch.T
     with torch.autocast(hw.device.type, enabled=False):
         if not sparse and triton_wanted(hw, word_weight):
             from .triton_clusters import triton_in_cluster
-            # float32 in: the one form run on a GPU in a whole LM (an H100, fp32 and bf16
-            # autocast); with bfloat16 inputs the kernels gave NaN in the bf16 LM run there,
+            # float32 in: the form that ran clean in a whole LM on a GPU (an H100, fp32); fed
+            # the bfloat16 output of a bf16-autocast LSTM there, the kernels gave a NaN loss,
             # which the interpreter does not reproduce (docs/lm.md)
             return triton_in_cluster(hw.float(), word_weight.float(), layer.members,
                                      layer.member_starts, layer.cluster_of[target],
