@@ -388,3 +388,56 @@ def test_a_wordnet_semhuff_model_loads_and_scores_without_wordnet(saved_run, tmp
     capsys.readouterr()
     assert lm_main(["score", str(model), str(held), "--max-tokens", "500"]) == 0
     assert "perplexity" in capsys.readouterr().out
+
+
+def _trainer_rank(rank, world, port, results):
+    import os
+
+    import semhuff.lm.self_organizing as so
+    os.environ.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(world),
+                      MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    torch.set_num_threads(1)
+    seen = []
+    original = so.SelfOrganizingSoftmax.after_step
+
+    def recording(self, optimizer=None):
+        info = original(self, optimizer)
+        if info is not None:  # a re-assignment: the clusters each rank now holds
+            seen.append(self.cluster_of.clone())
+        return info
+    so.SelfOrganizingSoftmax.after_step = recording
+    try:
+        data = load_data(resolve_corpus(["lee"]), None, 20000, 1, 300, 6000, None)
+        train_lm_settings = LMSettings(output="self-organized", emb=16, hidden=16,
+                                       batch_size=8, threads=1, progress=False,
+                                       layer_options={"reassign_every": 5})
+        from semhuff.lm.trainer import train_lm
+        train_lm(data, train_lm_settings)
+        results[rank] = seen
+    except Exception as exc:  # noqa: BLE001 - sent back whole
+        import traceback
+        results[rank] = "".join(traceback.format_exception(exc))
+    finally:
+        import torch.distributed as dist
+        if dist.is_initialized():
+            dist.destroy_process_group()
+
+
+def test_under_two_processes_the_ranks_hold_the_same_clusters_after_every_reassignment():
+    """The trainer itself (DDP, each rank its rows): after each re-assignment both ranks hold
+    the same cluster of every word (the statistic reduced first; without the reduction this
+    fails), and the clusters move."""
+    import socket
+
+    import torch.multiprocessing as mp
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    results = mp.Manager().dict()
+    mp.spawn(_trainer_rank, args=(2, port, results), nprocs=2, join=True)
+    a, b = results[0], results[1]
+    assert not isinstance(a, str), a
+    assert not isinstance(b, str), b
+    assert len(a) == len(b) >= 3
+    assert all(torch.equal(x, y) for x, y in zip(a, b))
+    assert any(not torch.equal(x, y) for x, y in zip(a, a[1:]))  # they did move
