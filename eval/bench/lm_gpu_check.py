@@ -51,8 +51,7 @@ LAYERS = (  # (label, make_output_layer name, options for the benchmark)
     ("class softmax, frequency bins", "class", {}),
     ("self-organized binary, sparse", "self-organized-binary", {"sparse": True}),
 )
-LM_LAYERS = (  # (label, make_output_layer name, options over the trainer's defaults, which
-    # semhuff-lm takes on the CPU only: LMSettings.layer_settings)
+LM_LAYERS = (  # (label, make_output_layer name, options over LMSettings.layer_settings')
     ("full", "full", {}), ("adaptive", "adaptive", {}), ("tree", "tree", {}),
     ("tree sparse", "tree", {"sparse": True}), ("self-organized", "self-organized", {}),
     ("self-organized-binary", "self-organized-binary", {}))
@@ -235,11 +234,9 @@ def lm_run(arch, name, overrides, train, held, vocab, cfg, device, precision, de
     import torch
 
     from semhuff.lm import clip_grad_norm, make_output_layer
-    try:
-        from semhuff.lm.output import TRAINER_DEFAULTS
-    except ImportError:
-        TRAINER_DEFAULTS = {}
-    options = dict(TRAINER_DEFAULTS.get(name, {}) if device.type == "cpu" else {}, **overrides)
+    from semhuff.lm.trainer import LMSettings
+    # semhuff-lm's own choice of the layer's settings on this device, then the row's
+    options = {**LMSettings(output=name, device=str(device)).layer_settings(), **overrides}
     if name.startswith("self-organized"):
         options["reassign_every"] = cfg["reassign_every"]
     torch.manual_seed(1)

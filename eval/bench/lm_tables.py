@@ -171,7 +171,10 @@ def main(argv=None) -> int:
     print(f"{args.setting}: {data.describe()} (data in {time.perf_counter() - started:.0f} s)",
           flush=True)
     rows = args.rows.split(",") if args.rows else conf["rows"]
-    args.steps_per_epoch = len(range(0, len(data.train) // 32 - 1, 20))  # batch 32, bptt 20
+    from semhuff.lm.trainer import window_starts
+    common = row_settings("huffman", args, None)
+    args.steps_per_epoch = len(window_starts(len(data.train) // common["batch_size"],
+                                             common["bptt"]))
     for row in rows:
         if row in results:
             continue

@@ -254,6 +254,12 @@ def data_parallel(model: torch.nn.Module, device: torch.device):
                                                    False)))
 
 
+def window_starts(columns: int, bptt: int) -> range:
+    """Where each training step's window starts along rows of ``columns`` ids (``batchify``'s
+    width): one optimizer step each, an epoch's steps."""
+    return range(0, columns - 1, bptt)
+
+
 READ_LOSS_EVERY = 50  # steps between read-backs of the training loss (one sync each)
 
 
@@ -473,7 +479,7 @@ def train_lm(data: LMData, settings: LMSettings, on_epoch=None, checkpoint: Opti
                         position=at, settings=s, data_fingerprint=fingerprint, report=report,
                         state=state, extra={"sums": running})
 
-    steps = range(0, train.shape[1] - 1, s.bptt)
+    steps = window_starts(train.shape[1], s.bptt)
     from tqdm.auto import tqdm
     try:
         for epoch in range(start_epoch, s.epochs):
