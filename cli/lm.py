@@ -17,6 +17,7 @@ from typing import List, Optional
 
 from semhuff.errors import OptionError
 from semhuff.io_utils import check_writable
+from semhuff.memory import keep_large_blocks
 from semhuff.options import add_option_flags, parse_assignments, refuse_unused_flags
 from semhuff.trees.spec import check_tree_spec
 
@@ -257,6 +258,7 @@ def _sample(args) -> int:
 
 def _run(args) -> int:
     _needs_torch()
+    keep_large_blocks()  # the process is ours: a step's large blocks reused, not re-faulted
     from semhuff.lm.token_ids import load_data
     from semhuff.lm.trainer import LMSettings, save_model, train_lm, write_report
     for path in (args.output_model, args.report, args.checkpoint):

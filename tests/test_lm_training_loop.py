@@ -5,6 +5,7 @@ history in the self-organizing statistic (flat memory), deepcopy and state_dict 
 clip_grad_norm against torch's, what each optimizer does with sparse gradients, and DDP on
 gloo. References: torch's own modules and the layers' exact ``log_prob``."""
 import copy
+import io
 import os
 import traceback
 import warnings
@@ -209,6 +210,10 @@ def test_a_steady_state_step_reads_nothing_back_to_the_host(name, bucketed, monk
         layer.after_step(opt)
 
     step()  # warm-up: first-batch set-up (the statistic's lam, the optimizer's state)
+    if name in CLASS_LAYERS:  # the CPU's Numba kernels read their inputs (CPU-only: free)
+        assert {s[1] for s in count_read_backs(step)} == {"numba_clusters.py"}
+        from semhuff.lm import numba_clusters
+        monkeypatch.setattr(numba_clusters, "ENABLED", False)  # the loop: a device's form
     seen = count_read_backs(step)
     outside = [s for s in seen if s[1] not in ("paths.py", "class_softmax.py")]
     assert not outside, outside
@@ -359,6 +364,33 @@ def test_memory_is_flat_over_2000_steps(name):
 
 
 # -- 5. deepcopy and state_dict at any point --------------------------------------------------------
+
+def pickled(module):
+    """``torch.save(model)`` (the whole module, pickled) and ``torch.load`` back."""
+    buffer = io.BytesIO()
+    torch.save(module, buffer)
+    buffer.seek(0)
+    return torch.load(buffer, weights_only=False)
+
+
+@pytest.mark.parametrize("name", list(LAYERS))
+def test_torch_save_of_the_whole_layer_gives_the_same_layer(name):
+    """Users save whole models (``torch.save(model)``) and spawned processes pickle them: every
+    layer pickles (its state-dict hooks included) and comes back the same, trained or not."""
+    layer = make(name)
+    opt = torch.optim.SGD(layer.parameters(), lr=0.2)
+    h, t = batch()
+    back = pickled(layer)
+    assert torch.equal(back.log_prob(h), layer.log_prob(h))
+    layer(h, t).loss.backward()
+    opt.step()
+    if name.startswith("self"):
+        layer.reassign(opt)
+    back = pickled(layer)
+    assert torch.equal(back.log_prob(h), layer.log_prob(h))
+    assert torch.equal(back(h, t).loss, layer(h, t).loss)
+    assert back.state_dict().keys() == layer.state_dict().keys()
+
 
 @pytest.mark.parametrize("name", list(LAYERS))
 def test_deepcopy_at_any_point_gives_the_same_layer(name):

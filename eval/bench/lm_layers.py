@@ -162,6 +162,9 @@ def main(argv=None) -> int:
                    "(default: the shared corpus when present)")
     p.add_argument("--zipf", action="store_true", help="a Zipf count vector, not a corpus's")
     p.add_argument("--device", default="cpu")
+    p.add_argument("--as-library", action="store_true", help="torch's plain Adagrad and glibc's "
+                   "default heap, as in a user's own loop (default: as semhuff-lm runs, its "
+                   "fused dense Adagrad group and freed large blocks kept for reuse)")
     p.add_argument("--only", nargs="*", help="factory names to run (default: all)")
     p.add_argument("--modes", nargs="*", choices=list(MODES), default=list(MODES),
                    help="ways to run them ('' eager float32; default: all)")
@@ -178,9 +181,13 @@ def main(argv=None) -> int:
     try:
         import torch
         from semhuff.lm import make_output_layer
+        from semhuff.lm.optim_state import trainer_optimizer
     except ImportError as exc:
         print(f"bench_lm_layers: {exc}", file=sys.stderr)
         return 2
+    if not args.as_library:
+        from semhuff.memory import keep_large_blocks
+        keep_large_blocks()
     torch.set_num_threads(args.threads)
     torch.sparse.check_sparse_tensor_invariants.disable()  # explicit: Adagrad's sparse path warns
     torch.manual_seed(1)
@@ -200,7 +207,8 @@ def main(argv=None) -> int:
     print(f"V = {V:,} ({'the vocabulary of ' + corpus if corpus else 'Zipf counts'}), hidden {D}, "
           f"batch {args.batch} x {args.bptt} = {N:,} tokens, {args.threads} threads, "
           f"{device}, torch {torch.__version__}, THP_MEM_ALLOC_ENABLE="
-          f"{os.environ.get('THP_MEM_ALLOC_ENABLE', 'unset')}, load average "
+          f"{os.environ.get('THP_MEM_ALLOC_ENABLE', 'unset')}, "
+          f"{'as a library' if args.as_library else 'as semhuff-lm'}, load average "
           f"{os.getloadavg()[0]:.2f}")
     arms = [a for a in ARMS if (not args.only or a[1] in args.only) and a[3] in args.modes]
     layers, optimizers, runs = {}, {}, {}
@@ -212,7 +220,8 @@ def main(argv=None) -> int:
             for param in layer.parameters():
                 param.normal_(0, 0.05)
         layers[label] = layer
-        optimizers[label] = torch.optim.Adagrad(layer.parameters(), lr=0.1)
+        optimizers[label] = (torch.optim.Adagrad(layer.parameters(), lr=0.1) if args.as_library
+                             else trainer_optimizer(layer, 0.1, device))
         runs[label] = torch.compile(layer) if mode == "compile" else layer
         print(f"  {label}: {layer.describe()} [{MODES[mode]}]")
     rows = h.detach().reshape(-1, D)[:args.log_prob_rows]

@@ -154,6 +154,8 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     if not os.path.exists(args.corpus):
         raise SystemExit(missing_message(args.corpus, "the shared corpus"))
+    from semhuff.memory import keep_large_blocks
+    keep_large_blocks()  # as semhuff-lm: the rows' large per-step blocks reused
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     from semhuff.lm.token_ids import load_data
     from semhuff.lm.trainer import LMSettings, train_lm

@@ -196,15 +196,23 @@ def rename_in_state_dict(module: nn.Module, inner: str, outer: str) -> None:
     """Save ``module``'s parameter ``inner`` (e.g. "rows.weight") under the key ``outer``
     (e.g. "weight") and load it from there, so that the files of layers that held it directly
     load, and are written, alike."""
+    renamed = _RenamedKey(inner, outer)
+    module._register_state_dict_hook(renamed.save)
+    module._register_load_state_dict_pre_hook(renamed.load)
 
-    def save(module, state_dict, prefix, local_metadata):
-        if prefix + inner in state_dict:
-            state_dict[prefix + outer] = state_dict.pop(prefix + inner)
+
+class _RenamedKey:
+    """``rename_in_state_dict``'s two hooks, methods of a module-level class so that a layer
+    pickles (``torch.save(model)``, a spawned process's arguments): closures do not."""
+
+    def __init__(self, inner: str, outer: str):
+        self.inner, self.outer = inner, outer
+
+    def save(self, module, state_dict, prefix, local_metadata):
+        if prefix + self.inner in state_dict:
+            state_dict[prefix + self.outer] = state_dict.pop(prefix + self.inner)
         return state_dict
 
-    def load(state_dict, prefix, *args):
-        if prefix + outer in state_dict and prefix + inner not in state_dict:
-            state_dict[prefix + inner] = state_dict.pop(prefix + outer)
-
-    module._register_state_dict_hook(save)
-    module._register_load_state_dict_pre_hook(load)
+    def load(self, state_dict, prefix, *args):
+        if prefix + self.outer in state_dict and prefix + self.inner not in state_dict:
+            state_dict[prefix + self.inner] = state_dict.pop(prefix + self.outer)

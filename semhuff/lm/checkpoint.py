@@ -35,6 +35,7 @@ import torch
 
 from ..errors import ModelFileError, OptionError
 from ..io_utils import atomic_output, describe_content
+from .optim_state import regroup_state
 
 logger = logging.getLogger(__name__)
 
@@ -268,7 +269,9 @@ def load_checkpoint(path, *, settings, data_fingerprint: str,
         if payload["optimizer_state"] is None:
             raise ModelFileError(f"checkpoint {name} holds no optimizer state")
         try:
-            optimizer.load_state_dict(payload["optimizer_state"])
+            optimizer.load_state_dict(regroup_state(payload["optimizer_state"], optimizer,
+                                                    model) if model is not None
+                                      else payload["optimizer_state"])
         except (RuntimeError, KeyError, ValueError) as exc:
             raise ModelFileError(f"checkpoint {name}'s optimizer state does not fit this "
                                  f"optimizer: {str(exc).splitlines()[0][:160]}") from None

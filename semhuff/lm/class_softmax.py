@@ -212,8 +212,9 @@ def segment_log_softmax(logits: torch.Tensor, segment: torch.Tensor,
 @torch.compiler.disable
 def in_cluster_log_prob(hw, word_weight, target, layer, sparse: bool) -> torch.Tensor:
     """log P(w | c(w), h) (N,), autocast off: on CUDA with a dense word gradient by the Triton
-    kernels (``triton_clusters``: nothing read back), else by ``InClusterLogProb``'s loop in
-    the word weight's dtype. Run eagerly under torch.compile (one graph break, the rest of the
+    kernels (``triton_clusters``: nothing read back), on the CPU in float32/64 by the Numba
+    kernels (``numba_clusters``), else by ``InClusterLogProb``'s loop in the word weight's
+    dtype. Run eagerly under torch.compile (one graph break, the rest of the
     model compiled): the loop's shapes are the batch's token counts per cluster, so a traced
     loop would recompile every batch."""
     with torch.autocast(hw.device.type, enabled=False):
@@ -225,8 +226,11 @@ def in_cluster_log_prob(hw, word_weight, target, layer, sparse: bool) -> torch.T
             return triton_in_cluster(hw.float(), word_weight.float(), layer.members,
                                      layer.member_starts, layer.cluster_of[target],
                                      layer.slot[target])
-        return InClusterLogProb.apply(hw.to(word_weight.dtype), word_weight, target, layer,
-                                      sparse)
+        hw = hw.to(word_weight.dtype)
+        from .numba_clusters import numba_in_cluster, numba_wanted  # Numba: imported when used
+        if numba_wanted(hw, word_weight):
+            return numba_in_cluster(hw, word_weight, target, layer, sparse)
+        return InClusterLogProb.apply(hw, word_weight, target, layer, sparse)
 
 
 

@@ -34,7 +34,7 @@ from ..io_utils import atomic_output
 from .token_ids import LMData, batchify
 from .networks import LSTMLanguageModel, check_lm_network_settings, lm_network_class, \
     network_options
-from .optim_state import check_optimizer, clip_grad_norm
+from .optim_state import check_optimizer, clip_grad_norm, trainer_optimizer
 from .output import TRAINER_DEFAULTS, check_lm_layer_settings, layer_options, lm_layer_class, \
     make_output_layer
 
@@ -434,7 +434,7 @@ def train_lm(data: LMData, settings: LMSettings, on_epoch=None, checkpoint: Opti
     layer = model.output
     network, output_layer = (data_parallel(model, device) if world > 1
                              else (model.hidden, layer))
-    optimizer = torch.optim.Adagrad(model.parameters(), lr=s.lr)
+    optimizer = trainer_optimizer(model, s.lr, device)
     check_optimizer(optimizer, model)  # a plugin layer's gradients Adagrad cannot take: one line
     # fp16 needs its loss scaled (bf16 has fp32's range)
     scaler = torch.amp.GradScaler(device.type) if s.precision == "fp16" else None
