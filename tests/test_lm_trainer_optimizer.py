@@ -1,10 +1,8 @@
 """semhuff-lm's optimizer (``optim_state.trainer_optimizer``: on the CPU the dense parameters in
 a fused Adagrad group, the sparse ones in a plain group) against torch's plain one-group Adagrad;
-a checkpoint's one-group optimizer state (``regroup_state``) continued by it; and the heap
-setting semhuff-lm makes (``memory.keep_large_blocks``)."""
+and a checkpoint's one-group optimizer state (``regroup_state``) continued by it. (The heap
+setting semhuff-lm makes, ``memory.keep_large_blocks``: tests/test_practitioner_tools.py.)"""
 import copy
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -84,33 +82,3 @@ def test_a_one_group_state_continues_in_the_grouped_optimizer():
         np.testing.assert_allclose(p.detach(), q.detach(), rtol=1e-5, atol=1e-6)
     # a state in the grouped form (a new checkpoint) passes through as it is
     assert regroup_state(ours.state_dict(), ours, b) == ours.state_dict()
-
-
-_HEAP_PROBE = """
-import sys, numpy as np
-from semhuff.memory import keep_large_blocks
-kept = keep_large_blocks() if sys.argv[1] == "keep" else None
-def rss():
-    return int(open("/proc/self/statm").read().split()[1]) * 4096
-block = np.ones(8 << 20)  # 64 MB, every page written: above glibc's largest own threshold
-before = rss()
-del block
-print(kept, before - rss())
-"""
-
-
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's allocator")
-def test_semhuff_lm_keeps_freed_large_blocks_for_reuse():
-    """Without the setting a freed 64 MB block goes back to the OS (its pages fault again when
-    the next step allocates it); with it the pages stay for the next allocation."""
-    got = {}
-    for mode in ("keep", "default"):
-        done = subprocess.run([sys.executable, "-c", _HEAP_PROBE, mode], capture_output=True,
-                              text=True, timeout=60)
-        assert done.returncode == 0, done.stderr
-        took, freed = done.stdout.split()
-        got[mode] = (took, int(freed))
-    if got["keep"][0] != "True":
-        pytest.skip("not glibc: mallopt refused")
-    assert got["default"][1] >= 60 << 20
-    assert got["keep"][1] < 1 << 20

@@ -423,23 +423,54 @@ print(fixed, before - rss())
 """
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's allocator")
-def test_freed_large_temporaries_go_back_to_the_os():
-    """semhuff-train fixes glibc's mmap threshold (semhuff.memory): a 4 MB temporary freed
-    after a larger block was freed leaves the process's memory; without it, it stays."""
+def heap_probe(script: str, modes) -> dict:
+    """{mode: (what the setting call returned, bytes the process's memory fell by)}."""
     got = {}
-    for mode in ("fixed", "default"):
-        done = subprocess.run([sys.executable, "-c", _HEAP_PROBE, mode], capture_output=True,
+    for mode in modes:
+        done = subprocess.run([sys.executable, "-c", script, mode], capture_output=True,
                               text=True, timeout=60)
         assert done.returncode == 0, done.stderr
         took, freed = done.stdout.split()
         got[mode] = (took, int(freed))
+    return got
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's allocator")
+def test_freed_large_temporaries_go_back_to_the_os():
+    """semhuff-train fixes glibc's mmap threshold (semhuff.memory): a 4 MB temporary freed
+    after a larger block was freed leaves the process's memory; without it, it stays."""
+    got = heap_probe(_HEAP_PROBE, ("fixed", "default"))
     if got["fixed"][0] != "True":
         pytest.skip("not glibc: mallopt refused")
     assert got["fixed"][1] >= 3 << 20
     if got["default"][1] >= 1 << 20:  # seen inside a long pytest session: the block sat at
         # the heap's top and glibc trimmed it anyway; the probe then shows no difference
         pytest.skip("glibc returned the block without the fixed threshold too")
+
+
+_KEEP_PROBE = """
+import sys, numpy as np
+from semhuff.memory import keep_large_blocks
+kept = keep_large_blocks() if sys.argv[1] == "keep" else None
+def rss():
+    return int(open("/proc/self/statm").read().split()[1]) * 4096
+block = np.ones(8 << 20)  # 64 MB, every page written: above glibc's largest own threshold
+before = rss()
+del block
+print(kept, before - rss())
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's allocator")
+def test_semhuff_lm_keeps_freed_large_blocks_for_reuse():
+    """semhuff-lm's opposite choice (a training step frees and makes the same large blocks):
+    without it a freed 64 MB block goes back to the OS, and its pages fault again when the next
+    step allocates it; with it the pages stay for the next allocation."""
+    got = heap_probe(_KEEP_PROBE, ("keep", "default"))
+    if got["keep"][0] != "True":
+        pytest.skip("not glibc: mallopt refused")
+    assert got["default"][1] >= 60 << 20
+    assert got["keep"][1] < 1 << 20
 
 
 def test_the_divergence_check_allocates_no_mask():

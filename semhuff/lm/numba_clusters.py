@@ -35,17 +35,21 @@ from ..numba_cache import numba
 _FAST = {"nsz", "arcp", "contract", "reassoc"}  # the dot products vectorise; no inf/NaN promises
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _span(u, present, starts, tok_starts, prob_starts):
+    """Present cluster u's first member and word count, first token and token count, and the
+    offset of its (tokens x words) probabilities."""
+    c = present[u]
+    return (starts[c], starts[c + 1] - starts[c], tok_starts[u], tok_starts[u + 1] - tok_starts[u],
+            prob_starts[u])
+
+
 @numba.njit(cache=True, nogil=True, fastmath=_FAST)
 def _forward(h, weight, members, starts, present, tok_starts, prob_starts, at, out, probs,
              u0, u1):
     D = h.shape[1]
     for u in range(u0, u1):
-        c = present[u]
-        w0 = starts[c]
-        m = starts[c + 1] - w0
-        t0 = tok_starts[u]
-        n = tok_starts[u + 1] - t0
-        p0 = prob_starts[u]
+        w0, m, t0, n, p0 = _span(u, present, starts, tok_starts, prob_starts)
         for j in range(m):
             row = members[w0 + j]
             for i in range(n):
@@ -72,12 +76,7 @@ def _backward(h, weight, members, starts, present, tok_starts, prob_starts, row_
               grad, probs, grad_h, grad_rows, want_rows, by_word, u0, u1):
     D = h.shape[1]
     for u in range(u0, u1):
-        c = present[u]
-        w0 = starts[c]
-        m = starts[c + 1] - w0
-        t0 = tok_starts[u]
-        n = tok_starts[u + 1] - t0
-        p0 = prob_starts[u]
+        w0, m, t0, n, p0 = _span(u, present, starts, tok_starts, prob_starts)
         r0 = row_starts[u]
         for i in range(n):
             for d in range(D):
