@@ -3,7 +3,7 @@ CPU twin of ``triton_clusters``.
 
 The torch form (``InClusterLogProb``'s loop) runs ~8 small operations per cluster present in a
 batch each way; with a few hundred clusters and a handful of tokens each, those calls, not the
-arithmetic, were the layer's cost (V 44k, 210 clusters, 640 tokens: ~60 ms a batch on one
+arithmetic, were the layer's cost (V 44k, 210 clusters, 640 tokens: ~50 ms a batch on one
 core, docs/lm.md "Speed of the layers alone"). Here one call does every cluster:
 
 * forward, per present cluster c (its n tokens, sorted by cluster, and its m words): the scores
@@ -17,13 +17,17 @@ A word's row is read once per cluster (the j loop outside, the cluster's few tok
 the torch loop's matrix product reads it. Threads: the calling thread and ``threads - 1`` pool
 threads (torch's intra-op count), each a contiguous run of clusters of about equal work (n x m);
 the kernels hold no GIL. float32 and float64 (NumPy has no bfloat16: half-precision weights keep
-the torch loop). Tested against a dense reference (``full_log_prob`` and autograd) in
+the torch loop). Compiled on first use (~4 s on this project's 2-core guest, logged), then
+loaded from semhuff's Numba cache (~1 s with Numba's import). Tested against a dense float64
+reference written in the test (a masked full score matrix and autograd) in
 tests/test_lm_numba_clusters.py.
 """
 from __future__ import annotations
 
+import logging
 import math
 import os
+import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Optional
 
@@ -31,6 +35,8 @@ import numpy as np
 import torch
 
 from ..numba_cache import numba
+
+logger = logging.getLogger(__name__)
 
 _FAST = {"nsz", "arcp", "contract", "reassoc"}  # the dot products vectorise; no inf/NaN promises
 
@@ -224,6 +230,17 @@ def numba_wanted(h: torch.Tensor, weight: torch.Tensor) -> bool:
             and weight.dtype in (torch.float32, torch.float64))
 
 
+_first_call_done = False
+
+
 def numba_in_cluster(h, weight, target, layer, sparse: bool) -> torch.Tensor:
     """log P(w | c(w), h) (N,) for the tokens ``target`` (N,) of the two-level ``layer``."""
-    return NumbaInCluster.apply(h, weight, target, layer, sparse)
+    global _first_call_done
+    if _first_call_done:
+        return NumbaInCluster.apply(h, weight, target, layer, sparse)
+    started = time.perf_counter()  # the first call compiles or loads the forward kernel
+    out = NumbaInCluster.apply(h, weight, target, layer, sparse)
+    logger.info("two-level softmax: Numba forward kernel ready in %.1f s (compiled once, then "
+                "cached)", time.perf_counter() - started)
+    _first_call_done = True
+    return out
