@@ -82,3 +82,19 @@ def test_a_one_group_state_continues_in_the_grouped_optimizer():
         np.testing.assert_allclose(p.detach(), q.detach(), rtol=1e-5, atol=1e-6)
     # a state in the grouped form (a new checkpoint) passes through as it is
     assert regroup_state(ours.state_dict(), ours, b) == ours.state_dict()
+
+
+def test_a_fused_group_holding_a_sparse_gradient_is_refused_in_one_line():
+    """torch's fused Adagrad fails deep in its kernel on a sparse gradient; the check says what
+    to do, at construction (check_optimizer) and at the first step (a plugin layer whose sparse
+    weight is not in its sparse_parameters() is found there)."""
+    from semhuff.lm.optim_state import OptimizerError, check_optimizer
+    model = Tiny()
+    optimizer = torch.optim.Adagrad(model.parameters(), lr=0.1, fused=True)
+    with pytest.raises(OptimizerError, match="fused=True does not take sparse gradients"):
+        check_optimizer(optimizer, model)
+    x, y = batches(1)[0]
+    model.loss(x, y).backward()
+    with pytest.raises(OptimizerError, match="fused=True"):
+        optimizer.step()
+    check_optimizer(trainer_optimizer(model, 0.1, "cpu"), model)  # its groups pass

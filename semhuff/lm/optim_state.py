@@ -148,11 +148,17 @@ def optimizer_problem(optimizer: torch.optim.Optimizer, sparse, dense) -> Option
         return None
     if not sparse:
         return None
+    ids = {id(p) for p in sparse}
+    fused = [p for g in optimizer.param_groups if g.get("fused") for p in g["params"]
+             if id(p) in ids]
+    if fused:
+        return (f"{name} with fused=True does not take sparse gradients ({len(fused)} of its "
+                f"parameters get them): put them in a group with fused=False (a layer lists "
+                f"them in sparse_parameters(), which semhuff-lm's trainer_optimizer reads)")
     if type(optimizer) in _rejecting_sparse():
         return (f"{name} does not take sparse gradients ({len(sparse)} of its parameters get "
                 f"them): use {SPARSE_ALTERNATIVES}")
     if type(optimizer) in (torch.optim.SGD, torch.optim.Adagrad):
-        ids = {id(p) for p in sparse}
         if any(g.get("weight_decay", 0) for g in optimizer.param_groups
                if any(id(p) in ids for p in g["params"])):
             return (f"{name} with weight_decay does not take sparse gradients ({len(sparse)} of "
