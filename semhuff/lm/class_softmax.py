@@ -209,6 +209,15 @@ def segment_log_softmax(logits: torch.Tensor, segment: torch.Tensor,
     return shifted - total.log().gather(1, index)
 
 
+def tokens_by_cluster(layer, target):
+    """(the tokens' order sorted by cluster, the clusters present (sorted), their token
+    counts): the layout both in-cluster forms (the loop, the Numba kernels) work in."""
+    cluster = layer.cluster_of[target]
+    order = torch.argsort(cluster, stable=True)
+    present, n_tokens = torch.unique_consecutive(cluster[order], return_counts=True)
+    return order, present, n_tokens
+
+
 @torch.compiler.disable
 def in_cluster_log_prob(hw, word_weight, target, layer, sparse: bool) -> torch.Tensor:
     """log P(w | c(w), h) (N,), autocast off: on CUDA with a dense word gradient by the Triton
@@ -244,9 +253,7 @@ class InClusterLogProb(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, hw, word_weight, target, layer: TwoLevelSoftmax, sparse: bool):
-        cluster = layer.cluster_of[target]
-        order = torch.argsort(cluster, stable=True)
-        present, n_tokens = torch.unique_consecutive(cluster[order], return_counts=True)
+        order, present, n_tokens = tokens_by_cluster(layer, target)
         present, n_tokens = torch.stack([present, n_tokens]).tolist()  # the batch's one sync
         starts = layer.starts
         words = torch.cat([layer.members[starts[c]:starts[c + 1]] for c in present])

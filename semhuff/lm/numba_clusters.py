@@ -167,9 +167,8 @@ class NumbaInCluster(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, h, weight, target, layer, sparse: bool):
-        cluster = layer.cluster_of[target]
-        order = torch.argsort(cluster, stable=True)
-        present, n_tokens = torch.unique_consecutive(cluster[order], return_counts=True)
+        from .class_softmax import tokens_by_cluster  # (class_softmax imports this module)
+        order, present, n_tokens = tokens_by_cluster(layer, target)
         present, n_tokens = present.numpy(), n_tokens.numpy()
         starts = layer.member_starts.numpy()
         members = layer.members.numpy()
