@@ -216,3 +216,12 @@ class _RenamedKey:
     def load(self, state_dict, prefix, *args):
         if prefix + self.outer in state_dict and prefix + self.inner not in state_dict:
             state_dict[prefix + self.inner] = state_dict.pop(prefix + self.outer)
+
+
+def tokens_by_cluster(layer, target):
+    """(the tokens' order sorted by cluster, the clusters present (sorted), their token
+    counts): the layout both in-cluster forms (the loop, the Numba kernels) work in."""
+    cluster = layer.cluster_of[target]
+    order = torch.argsort(cluster, stable=True)
+    present, n_tokens = torch.unique_consecutive(cluster[order], return_counts=True)
+    return order, present, n_tokens

@@ -49,7 +49,8 @@ from ..errors import OptionError
 from ..options import Option
 from .output import CLUSTERS, LOSS_OPTIONS, SPARSE, boolean, clusters_of
 from ..trees.clusters import cluster_members
-from .base import LMOutputLayer, SparseRows, accumulate_dtype, check_sizes, rename_in_state_dict
+from .base import (LMOutputLayer, SparseRows, accumulate_dtype, check_sizes, rename_in_state_dict,
+                   tokens_by_cluster)
 from .paths import Workspace, triton_wanted
 
 
@@ -207,15 +208,6 @@ def segment_log_softmax(logits: torch.Tensor, segment: torch.Tensor,
     shifted = logits - top.gather(1, index)
     total = shifted.new_zeros(top.shape).scatter_add(1, index, shifted.exp())
     return shifted - total.log().gather(1, index)
-
-
-def tokens_by_cluster(layer, target):
-    """(the tokens' order sorted by cluster, the clusters present (sorted), their token
-    counts): the layout both in-cluster forms (the loop, the Numba kernels) work in."""
-    cluster = layer.cluster_of[target]
-    order = torch.argsort(cluster, stable=True)
-    present, n_tokens = torch.unique_consecutive(cluster[order], return_counts=True)
-    return order, present, n_tokens
 
 
 @torch.compiler.disable

@@ -35,6 +35,7 @@ import numpy as np
 import torch
 
 from ..numba_cache import numba
+from .base import tokens_by_cluster
 
 logger = logging.getLogger(__name__)
 
@@ -167,7 +168,6 @@ class NumbaInCluster(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, h, weight, target, layer, sparse: bool):
-        from .class_softmax import tokens_by_cluster  # (class_softmax imports this module)
         order, present, n_tokens = tokens_by_cluster(layer, target)
         present, n_tokens = present.numpy(), n_tokens.numpy()
         starts = layer.member_starts.numpy()
