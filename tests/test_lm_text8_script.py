@@ -11,7 +11,7 @@ import pytest
 SCRIPT = Path(__file__).resolve().parent.parent / "eval" / "bench" / "lm_text8.sh"
 
 
-def run(tmp_path, *rows, corpus=None):
+def run(tmp_path, *rows, corpus=None, **settings):
     fake = tmp_path / "bin" / "semhuff-lm"
     fake.parent.mkdir(exist_ok=True)
     fake.write_text('#!/bin/sh\necho "$@" >> "$CALLS"\n')
@@ -19,8 +19,9 @@ def run(tmp_path, *rows, corpus=None):
     if corpus is None:
         corpus = tmp_path / "corpus.txt.gz"
         corpus.write_bytes(b"")
-    env = dict(os.environ, PATH=f"{fake.parent}{os.pathsep}{os.environ['PATH']}",
-               CALLS=str(tmp_path / "calls"), CORPUS=str(corpus))
+    inherited = {k: v for k, v in os.environ.items() if k not in ("SEED", "THREADS")}
+    env = dict(inherited, PATH=f"{fake.parent}{os.pathsep}{os.environ['PATH']}",
+               CALLS=str(tmp_path / "calls"), CORPUS=str(corpus), **settings)
     done = subprocess.run(["bash", str(SCRIPT), str(tmp_path / "out"), *rows], env=env,
                           capture_output=True, text=True, timeout=60)
     calls = (tmp_path / "calls").read_text().splitlines() if (tmp_path / "calls").exists() else []
@@ -33,10 +34,16 @@ def test_each_row_gets_its_options_and_the_shared_settings(tmp_path):
     assert len(calls) == 3
     for call in calls:
         assert "--heldout-chars 1000000 --max-vocab 44000 --epochs 3" in call
-        assert "--checkpoint-every 2000" in call and "--resume" not in call
+        assert "--seed 1 --checkpoint-every 2000" in call and "--resume" not in call
     assert "--output tree --tree huffman --checkpoint huffman.ckpt" in calls[0]
     assert "--output self-organized --checkpoint" in calls[1]  # the paper's defaults
     assert "--output class --clustering frequency" in calls[2]
+
+
+def test_another_seed_reaches_the_runs(tmp_path):
+    done, calls = run(tmp_path, "adaptive", SEED="2")
+    assert done.returncode == 0, done.stderr
+    assert len(calls) == 1 and "--seed 2 " in calls[0] and "--seed 1 " not in calls[0]
 
 
 def test_a_row_with_a_checkpoint_resumes_and_a_finished_row_is_skipped(tmp_path):

@@ -8,7 +8,8 @@
 #   bash eval/bench/lm_text8.sh OUT [ROW ...]     (default: every row but the full softmax)
 #
 # ROW: adaptive class-frequency self-organized huffman semhuff-boot semhuff-wordnet random full
-# CORPUS (default ../shared/data/corpus/corpus.txt.gz), THREADS (default 1).
+# CORPUS (default ../shared/data/corpus/corpus.txt.gz), THREADS (default 1), SEED (default 1:
+# the table's runs; another seed into another OUT gives the spread).
 set -euo pipefail
 out=${1:?usage: lm_text8.sh OUT [ROW ...]}
 shift
@@ -54,7 +55,7 @@ print(bootstrap_vectors(load_data([sys.argv[1]], None, 1_000_000, 1, 44_000), 'b
     echo "lm_text8: $row started $(date -Is)${resume:+ (resumed)}"
     # shellcheck disable=SC2086
     semhuff-lm "$corpus" --heldout-chars 1000000 --max-vocab 44000 --epochs 3 \
-        --threads "${THREADS:-1}" --checkpoint-every 2000 $opts --checkpoint "$row.ckpt" \
+        --threads "${THREADS:-1}" --seed "${SEED:-1}" --checkpoint-every 2000 $opts --checkpoint "$row.ckpt" \
         --report "$row.json" -o "$row.pt" --no-progress "${resume[@]}"
     echo "lm_text8: $row ended $(date -Is)"
 done
