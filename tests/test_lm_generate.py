@@ -77,6 +77,24 @@ def test_score_is_evaluates_numbers_and_an_unbatched_pass(stream, trained):
         assert one.perplexity == pytest.approx(math.exp(nll), rel=1e-6)
 
 
+def test_a_sentence_is_scored_whole_not_cut_into_rows(stream, trained):
+    """A sentence under the default 10 rows, one window long (the LSTM: 17 words, bptt 20; the
+    Transformer: 9 words, its max_len 8): one row, every prediction, each with every word
+    before it (10 rows would have scored half, each after one word)."""
+    kind, model = trained
+    n, bptt = (17, 20) if kind == "lstm" else (9, 8)
+    sentence = stream[2][:n]
+    model.eval()
+    with torch.no_grad():
+        out, _ = model.hidden(torch.as_tensor(sentence[:-1]).unsqueeze(0))
+        lp = model.output.log_prob(out[0]).double()
+    nll = -lp[torch.arange(n - 1), torch.as_tensor(sentence[1:])].mean().item()
+    got = score_text(model, sentence, bptt=bptt)
+    assert got.tokens == n - 1 and got.nll == pytest.approx(nll, rel=1e-6)
+    # a text of `batch` windows or more keeps the rows asked for: the run's held-out figures
+    assert score_text(model, stream[2][:3 * (bptt + 1)], batch=3, bptt=bptt).tokens == 3 * bptt
+
+
 def test_score_refuses_ids_outside_the_vocabulary(stream, trained):
     _, model = trained
     vocab = stream[0]

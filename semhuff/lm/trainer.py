@@ -345,11 +345,15 @@ def _model_device(model) -> torch.device:
 def evaluate(model: LSTMLanguageModel, ids: np.ndarray, batch: int = 10, bptt: int = 20,
              precision: str = "fp32") -> HeldOut:
     """Exact held-out perplexity of ``ids`` (the hidden state carried along each row), on the
-    model's device; ``precision``: the autocast the run trained under."""
+    model's device; ``precision``: the autocast the run trained under. A text shorter than
+    ``batch`` windows (``bptt + 1`` tokens each) is read in fewer rows, none shorter than a
+    window: a sentence is one row, every word after the first scored with all the words before
+    it (cut into ``batch`` rows it would lose half its words, the rows' first ones)."""
     was_training = model.training
     model.eval()
     device = _model_device(model)
-    data = torch.as_tensor(batchify(ids, min(batch, max(1, len(ids) // 2)))).to(device)
+    rows = min(batch, max(1, len(ids) // (bptt + 1)))
+    data = torch.as_tensor(batchify(ids, rows)).to(device)
     world, rank = (torch.distributed.get_world_size(), torch.distributed.get_rank()) \
         if torch.distributed.is_available() and torch.distributed.is_initialized() else (1, 0)
     if world > 1:  # each rank scores its rows; the sums are added up below
