@@ -56,6 +56,16 @@ def trained(request, stream):
     return request.param, model
 
 
+def unbatched_nll(model, ids):
+    """The mean -log P of ids[1:] in one pass over ids[:-1] (one row, one window), read off the
+    full log_prob at the targets."""
+    model.eval()
+    with torch.no_grad():
+        out, _ = model.hidden(torch.as_tensor(ids[:-1]).unsqueeze(0))
+        lp = model.output.log_prob(out[0]).double()
+    return -lp[torch.arange(len(ids) - 1), torch.as_tensor(ids[1:])].mean().item()
+
+
 def test_score_is_evaluates_numbers_and_an_unbatched_pass(stream, trained):
     kind, model = trained
     vocab, _, held = stream
@@ -67,11 +77,7 @@ def test_score_is_evaluates_numbers_and_an_unbatched_pass(stream, trained):
     # one row, one window (the LSTM; the Transformer's window is max_len): the mean of the full
     # log_prob's entries at the targets
     if kind == "lstm":
-        model.eval()
-        with torch.no_grad():
-            out, _ = model.hidden(torch.as_tensor(held[:-1]).unsqueeze(0))
-            lp = model.output.log_prob(out[0]).double()
-        nll = -lp[torch.arange(len(held) - 1), torch.as_tensor(held[1:])].mean().item()
+        nll = unbatched_nll(model, held)
         one = score_text(model, held, batch=1, bptt=len(held))
         assert one.nll == pytest.approx(nll, rel=1e-6) and one.tokens == len(held) - 1
         assert one.perplexity == pytest.approx(math.exp(nll), rel=1e-6)
@@ -84,11 +90,7 @@ def test_a_sentence_is_scored_whole_not_cut_into_rows(stream, trained):
     kind, model = trained
     n, bptt = (17, 20) if kind == "lstm" else (9, 8)
     sentence = stream[2][:n]
-    model.eval()
-    with torch.no_grad():
-        out, _ = model.hidden(torch.as_tensor(sentence[:-1]).unsqueeze(0))
-        lp = model.output.log_prob(out[0]).double()
-    nll = -lp[torch.arange(n - 1), torch.as_tensor(sentence[1:])].mean().item()
+    nll = unbatched_nll(model, sentence)
     got = score_text(model, sentence, bptt=bptt)
     assert got.tokens == n - 1 and got.nll == pytest.approx(nll, rel=1e-6)
     # a text of `batch` windows or more keeps the rows asked for: the run's held-out figures
