@@ -22,6 +22,8 @@ import shutil
 import stat
 import sys
 import tempfile
+import zipfile
+import zlib
 from typing import NamedTuple, Optional
 
 import numpy as np
@@ -232,9 +234,7 @@ def open_npz(path, what: str = "semhuff model file", error=None):
     """``np.load(path, allow_pickle=False)`` of a ``.npz`` archive, or ``error`` (a SemhuffError
     class; default ``ModelFileError``) in one line saying what the file is instead. numpy's own
     message for a text or pickle file advises ``allow_pickle=True``, which would run code from
-    the file: never shown (issue 23)."""
-    import zipfile
-
+    the file: never shown (issue 23). Its entries are checked as they are read (``CheckedNpz``)."""
     from .errors import ModelFileError
     error = error or ModelFileError
     name = os.fspath(path)
@@ -250,10 +250,53 @@ def open_npz(path, what: str = "semhuff model file", error=None):
     if head not in (b"PK\x03\x04", b"PK\x05\x06"):
         raise error(f"{name} is not a {what} (a .npz archive): it is {describe_content(name)}")
     try:
-        return np.load(name, allow_pickle=False)
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
-        raise error(f"{name}: a damaged or incomplete {what} ({type(exc).__name__}: "
-                    f"{str(exc)[:120]})") from None
+        return CheckedNpz(np.load(name, allow_pickle=False), name, what, error)
+    except _DAMAGE as exc:
+        raise error(_damaged(name, what, exc)) from None
+
+
+def _damaged(name: str, what: str, exc: BaseException, member: str = "") -> str:
+    inside = f", its entry {member!r}" if member else ""
+    return (f"{name}: a damaged or incomplete {what}{inside} ({type(exc).__name__}: "
+            f"{str(exc)[:120]})")
+
+
+# what reading a damaged archive raises: the directory (BadZipFile, EOFError), a member whose
+# CRC-32 or compressed data is wrong (BadZipFile, zlib.error), a truncated array (ValueError)
+_DAMAGE = (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error)
+
+
+class CheckedNpz:
+    """An open ``.npz`` whose entries are read, and their CRC-32 checked, only when asked for
+    (``np.load`` is lazy): a damaged entry is the caller's one-line error too, not zipfile's
+    traceback (issue 48: ``BadZipFile: Bad CRC-32 for file 'syn0.npy'`` under ``--resume``)."""
+
+    def __init__(self, npz, name: str, what: str, error):
+        self._npz, self._name, self._what, self._error = npz, name, what, error
+
+    @property
+    def files(self):
+        return self._npz.files
+
+    def __contains__(self, key) -> bool:
+        return key in self._npz
+
+    def __getitem__(self, key):
+        try:
+            return self._npz[key]
+        except KeyError:
+            raise
+        except _DAMAGE as exc:
+            raise self._error(_damaged(self._name, self._what, exc, key)) from None
+
+    def close(self) -> None:
+        self._npz.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
 
 # How a model file (``Word2Vec.save``) keeps its vocabulary and its output layer's arrays: read
