@@ -1,8 +1,8 @@
 """semhuff-query: nearest neighbours and analogies on saved vectors, from the command line.
 
     semhuff-query VECTORS WORD [WORD ...] [--topn N] [--restrict N]
-    semhuff-query VECTORS king:man::woman:?          # an analogy: king - man + woman
-    semhuff-query VECTORS --analogy man king woman   # the same, as word2vec.c's order a b c
+    semhuff-query VECTORS man:king::woman:?          # an analogy: king - man + woman
+    semhuff-query VECTORS --analogy man king woman   # the same, in word2vec.c's order a b c
 
 VECTORS is any file the project reads (semhuff.vectors_io.read_vectors: a semhuff model .npz, a gensim
 .kv, word2vec text or binary, compressed too). A query ``a:b::c:?`` (or ``a:b::c``) asks "a is
@@ -33,6 +33,12 @@ PROG = "semhuff-query"
 _ANALOGY = re.compile(r"^([^:\s]+):([^:\s]+)::([^:\s]+)(?::\?)?$")
 
 
+# the help's examples (tests/test_cli_small_fixes.py runs both analogy forms: the same answers)
+ANALOGY_EXAMPLE, ANALOGY_FLAGS = "man:king::woman:?", ("man", "king", "woman")
+EPILOG = (f"examples: semhuff-query v.bin king queen --topn 10;  semhuff-query v.bin "
+          f"{ANALOGY_EXAMPLE}  (king - man + woman; = --analogy {' '.join(ANALOGY_FLAGS)})")
+
+
 def positive(text: str) -> int:
     value = int(text)
     if value < 1:
@@ -43,8 +49,7 @@ def positive(text: str) -> int:
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=PROG, formatter_class=HelpFormatter, description="Nearest neighbours (cosine) and analogies on saved word "
                 "vectors, the way gensim's KeyedVectors.most_similar answers them.",
-                epilog="examples: semhuff-query v.bin king queen --topn 10;  semhuff-query "
-                       "v.bin king:man::woman:?  (= --analogy man king woman)")
+                epilog=EPILOG)
     p.add_argument("vectors", metavar="VECTORS",
                    help="vectors file: semhuff model (.npz), gensim .kv, word2vec text or binary")
     p.add_argument("queries", nargs="*", metavar="QUERY",

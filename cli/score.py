@@ -13,7 +13,7 @@ import argparse
 import json
 from typing import List, Optional
 
-from semhuff.errors import OptionError
+from semhuff.errors import CorpusError, OptionError
 from semhuff.io_utils import atomic_output, check_writable
 from semhuff.model import Word2Vec, default_workers
 
@@ -48,6 +48,8 @@ def _run(args) -> int:
     _refuse_torch_file(args.model)
     model = Word2Vec.load(args.model, progress=False)
     report = model.score(resolve_corpus(args.corpus), workers=args.workers)
+    if not report.predictions:  # a perplexity of nan, exit 0, was the answer (issue 48)
+        raise CorpusError(nothing_to_score(args.corpus, report))
     print(f"model: {'skip-gram' if model.sg else 'CBOW'}, {model.layer.describe()}, "
           f"window {model.window}, {len(model.vocab):,} words")
     print(f"score: {report.summary()}")
@@ -59,6 +61,20 @@ def _run(args) -> int:
         with atomic_output(args.json, "w") as fh:
             json.dump(figures, fh, indent=1)
     return 0
+
+
+def nothing_to_score(corpus: List[str], report) -> str:
+    """Why a text gave no prediction: no words, none in the vocabulary, or no sentence with
+    two of them (a prediction is a word from another of its sentence)."""
+    where = ", ".join(corpus)
+    known = report.tokens - report.oov_tokens
+    if not report.tokens:
+        return f"nothing to score: {where} holds no words"
+    if not known:
+        return (f"nothing to score: all {report.tokens:,} words of {where} are out of the "
+                f"model's vocabulary")
+    return (f"nothing to score: no sentence of {where} has two words in the model's vocabulary "
+            f"({known:,} of its {report.tokens:,} words are in it)")
 
 
 def _refuse_torch_file(path: str) -> None:

@@ -60,9 +60,10 @@ def build_parser() -> argparse.ArgumentParser:
     g = p.add_argument_group("model")
     g.add_argument("--dim", "--size", "--vector-size", dest="dim", type=int, default=100, help="vector dimension")
     g.add_argument("--window", type=int, default=5, help="maximum context half-width")
-    g.add_argument("--model", choices=("sg", "cbow"), default="sg", help="skip-gram or CBOW")
-    g.add_argument("--sg", dest="model", action="store_const", const="sg", help="same as --model sg")
-    g.add_argument("--cbow", dest="model", action="store_const", const="cbow", help="same as --model cbow")
+    arch = g.add_mutually_exclusive_group()  # --cbow --sg: refused, not the last one winning
+    arch.add_argument("--model", choices=("sg", "cbow"), default="sg", help="skip-gram or CBOW")
+    arch.add_argument("--sg", dest="model", action="store_const", const="sg", help="same as --model sg")
+    arch.add_argument("--cbow", dest="model", action="store_const", const="cbow", help="same as --model cbow")
     g.add_argument("--loss", choices=sorted(OUTPUT_LAYERS), default="hs",
                    help="output layer: hs (hierarchical softmax over --tree), hs-self-organized "
                         "(hierarchical softmax over clusters learned while training, Shen et al.), "
