@@ -335,6 +335,27 @@ def _rows_of(state, rank: int, world: int):
     return _state_map(state, lambda x: x.chunk(world, dim=1)[rank].contiguous())
 
 
+def resumed_sums(extra: Optional[dict], position: int, batch_size: int, rank: int):
+    """This rank's start of an unfinished epoch's running sums (training loss, tokens, output
+    layer's seconds, seconds) from a checkpoint's ``extra`` (None at an epoch's start). The
+    checkpoint holds the whole batch's loss and tokens, whatever process count wrote it: rank 0
+    resumes with them, every other rank from zero (the epoch's end adds the ranks' sums up);
+    the seconds go to every rank (averaged there). A checkpoint from before issue 46 holds the
+    writing rank's share ("sums"): scaled to the whole batch's tokens, ``batch_size x
+    position`` (every window before a mid-epoch checkpoint is whole)."""
+    extra = extra or {}
+    totals = extra.get("totals")
+    if totals is None and extra.get("sums") is not None:
+        loss, tokens, output_s, elapsed = extra["sums"]
+        whole = batch_size * position
+        totals = (loss if tokens in (0, whole) else loss * whole / tokens, whole, output_s,
+                  elapsed)
+    if totals is None:
+        return None
+    loss, tokens, output_s, elapsed = totals
+    return (loss, int(tokens), output_s, elapsed) if rank == 0 else (0.0, 0, output_s, elapsed)
+
+
 def _model_device(model) -> torch.device:
     for p in model.parameters():
         return p.device
@@ -460,7 +481,7 @@ def train_lm(data: LMData, settings: LMSettings, on_epoch=None, checkpoint: Opti
         carried = _to(saved.state, device)
         if world > 1:  # the checkpoint holds the whole batch's state: this rank's rows
             carried = _rows_of(carried, rank, world)
-        sums = (saved.extra or {}).get("sums")
+        sums = resumed_sums(saved.extra, saved.position, s.batch_size, rank)
         logger.info("resumed %s at step %d (epoch %d, position %d)", checkpoint, step,
                     start_epoch + 1, position)
     else:
@@ -473,15 +494,15 @@ def train_lm(data: LMData, settings: LMSettings, on_epoch=None, checkpoint: Opti
     def save(epoch, at, state, running):
         if world > 1:  # one file, written by rank 0, for any number of processes to resume
             state = _gather_rows(state, world)
-            if running is not None:  # each rank resumes with an equal share of the totals
+            if running is not None:  # the whole batch's sums (``resumed_sums`` shares them)
                 loss, count, output_s = _all_reduce_sum([running[0], running[1],
                                                          running[2] / world], device)
-                running = (loss / world, int(round(count / world)), output_s, running[3])
+                running = (loss, int(round(count)), output_s, running[3])
             if rank:
                 return
         save_checkpoint(checkpoint, model=model, optimizer=optimizer, step=step, epoch=epoch,
                         position=at, settings=s, data_fingerprint=fingerprint, report=report,
-                        state=state, extra={"sums": running})
+                        state=state, extra={"totals": running})
 
     steps = window_starts(train.shape[1], s.bptt)
     from tqdm.auto import tqdm
