@@ -456,16 +456,41 @@ def test_after_step_counts_and_freezes():
     vocab = zipf_vocab(60)
     layer = SelfOrganizingSoftmax(D, vocab.counts, 6, reassign_every=2, freeze_after=4)
     h, t = batch(20, vocab_size=60, dtype=torch.float32)
-    done = []
+    done, q = [], [layer.q.clone()]
     for step in range(1, 9):
         layer(h, t)
         info = layer.after_step()
         if info is not None:
             done.append(info["step"])
+        q.append(layer.q.clone())
     assert done == [2, 4]
     assert layer.steps == 8
     hist = layer.organizer.history_dict()
     assert list(hist["words_done"]) == [40, 80]
+    # the statistic gathers the 4 batches of 20 tokens up to the freeze, nothing after it
+    assert layer.tokens == 4 * 20
+    assert all(not torch.equal(q[step], q[step - 1]) for step in range(1, 5))
+    assert all(torch.equal(q[step], q[4]) for step in range(5, 9))
+
+
+@pytest.mark.parametrize("smoothing", ["epoch", "interval"])
+def test_binary_smoothing_counts_the_sampled_rows(smoothing):
+    """eq. 10 in samples: the binary form's statistic samples ``statistic_rows`` = 8 of each
+    batch's 40 tokens, so a word with count f gives f / 5 samples an epoch (and an interval
+    of K = 50 steps holds 50 x 40 of the epoch's tokens): lam = 1 - 1 / max(samples, 1), by
+    hand from the counts; the two-level form takes every token."""
+    vocab = zipf_vocab(50)
+    f = vocab.counts.astype(np.float64)
+    h, t = batch(40, vocab_size=50, dtype=torch.float32)
+    interval = min(1.0, 50 * 40 / f.sum()) if smoothing == "interval" else 1.0
+    for form, share in (("binary", 8 / 40), ("two-level", 1.0)):
+        layer = SelfOrganizingSoftmax(D, vocab.counts, 6, form=form, reassign_every=50,
+                                      smoothing=smoothing,
+                                      **({"statistic_rows": 8} if form == "binary" else {}))
+        layer(h, t)
+        want = 1 - 1 / np.maximum(f * share * interval, 1.0)
+        np.testing.assert_allclose(layer.lam.numpy(), want, rtol=1e-6, err_msg=form)
+        assert 0 < want.min() < want.max() < 1
 
 
 # -- state -----------------------------------------------------------------------------------------

@@ -289,6 +289,59 @@ def test_row_remap_keeps_unchanged_splits():
     assert untouched  # some clusters kept every word, so their inner rows must survive
 
 
+def _naive_split_keys(tree, cluster_of, cluster_depth, word_keys, cluster_keys):
+    """Per inner node, (side 0, side 1): the wrapped uint64 sum of the keys of the distinct
+    clusters under that side when the node is above its words' cluster subtrees (its place on
+    their paths < cluster_depth), else of the words under it; by walking every word's path."""
+    V = len(cluster_of)
+    sides = {}  # row -> (is it in the cluster part, [set of members under side 0, side 1])
+    for w, path in enumerate(naive.paths(tree.parent, tree.branch, V)):
+        for place, (row, code) in enumerate(path):
+            top = place < cluster_depth[w]
+            seen = sides.setdefault(row, (top, [set(), set()]))
+            assert seen[0] == top  # a node is above the clusters for all its words or none
+            seen[1][code].add(int(cluster_of[w]) if top else w)
+    keys = np.zeros((V - 1, 2), np.uint64)
+    for row, (top, members) in sides.items():
+        for side in (0, 1):
+            table = cluster_keys if top else word_keys
+            keys[row, side] = np.sum(table[sorted(members[side])], dtype=np.uint64)
+    return keys
+
+
+def test_split_keys_equal_a_walk_of_the_paths_also_with_empty_clusters():
+    """Clusters 2 and 5 of 7 left empty by a re-assignment: the cluster part has 4 nodes, not
+    6 (counting the empty ones would read the first in-cluster nodes as cluster nodes); a word
+    re-assigned into an empty cluster then keeps exactly the rows whose splits are unchanged."""
+    vocab = _vocab(50)
+    rng = np.random.default_rng(4)
+    wk = rng.integers(1, 2 ** 63, 50, dtype=np.uint64)
+    ck = rng.integers(1, 2 ** 63, 7, dtype=np.uint64)
+    before = _clusters(vocab, 7)
+    before[np.isin(before, [2, 5])] = 3
+    after = before.copy()
+    after[[7, 11]] = 2  # two words into the empty cluster 2
+    keys = []
+    for cluster_of in (before, after):
+        assert np.bincount(cluster_of, minlength=7).min() == 0
+        tree, depth = cluster_tree(cluster_of, vocab.counts, 7)
+        got = split_keys(tree, cluster_of, depth, wk, ck)
+        np.testing.assert_array_equal(got, _naive_split_keys(tree, cluster_of, depth, wk, ck))
+        keys.append(got)
+    weights = np.arange(1, 50, dtype=np.float32)[:, None]  # row i holds i + 1
+    rows, kept = remap_rows(keys[0], keys[1], weights)
+    # by hand from the naive keys: a new row keeps the old row splitting the same two sets
+    old = {(int(a), int(b)): i for i, (a, b) in enumerate(keys[0])}
+    want = np.zeros(49, np.float32)
+    for i, (a, b) in enumerate(keys[1]):
+        if (int(a), int(b)) in old:
+            want[i] = old[int(a), int(b)] + 1
+        elif (int(b), int(a)) in old:
+            want[i] = -(old[int(b), int(a)] + 1)
+    np.testing.assert_array_equal(rows[:, 0], want)
+    assert kept == int((want != 0).sum()) and 0 < kept < 49
+
+
 @pytest.mark.parametrize("options", [dict(loss="class"), dict(loss="hs-self-organized")])
 def test_save_load_continue_and_options(tmp_path, lee_path, options):
     settings = dict(vector_size=12, min_count=5, epochs=1, workers=1, progress=False,
