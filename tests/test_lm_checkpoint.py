@@ -169,6 +169,26 @@ def test_another_corpus_is_refused_in_one_line(saved):
     assert data_fingerprint(ids, renamed) != fp
 
 
+def test_another_heldout_text_is_refused_in_one_line(tmp_path, data):
+    """The held-out ids are part of the run (its every reported perplexity): a run resumed
+    with another held-out text (the same training text, one held-out token changed) is
+    refused, the same one is not."""
+    from semhuff.lm.trainer import train_lm
+    vocab, ids = data
+    lm_data = _lm_data(vocab, ids)
+    path = str(tmp_path / "run.ckpt")
+    settings = dataclasses.replace(RESUME, epochs=1)
+    train_lm(lm_data, settings, checkpoint=path)
+    other = dataclasses.replace(lm_data, heldout=lm_data.heldout.copy())
+    other.heldout[5] = (other.heldout[5] + 1) % len(vocab)
+    with pytest.raises(CheckpointMismatch) as err:
+        train_lm(other, dataclasses.replace(settings, epochs=2), checkpoint=path, resume=True)
+    assert "the same training text, another held-out text" in one_line(err)
+    ckpt = load_checkpoint(path, settings=settings, data_fingerprint=data_fingerprint(
+        lm_data.train, vocab.words, lm_data.heldout))
+    assert (ckpt.epoch, ckpt.position) == (1, 0)
+
+
 def test_not_a_checkpoint_is_a_one_line_model_file_error(saved, tmp_path):
     path, fp, _, _ = saved
     text = tmp_path / "notes.txt"

@@ -11,8 +11,8 @@ gives bit-identical weights to an uninterrupted run (``tests/test_lm_checkpoint.
 
 ``load_checkpoint`` refuses, in one line, a checkpoint written with other settings (every
 setting that changes the numbers; not ``IGNORED_SETTINGS``: progress bars, threads, how many
-epochs to run, where to write) or for another corpus (``data_fingerprint``: the training ids
-and the vocabulary's words).
+epochs to run, where to write) or for another corpus (``data_fingerprint``: the training ids,
+the vocabulary's words and the held-out ids).
 
 The file is written atomically (``io_utils.atomic_output``: a temp file renamed over the old
 one) and fsync'ed before the rename, so a crash, a ``kill -9`` or Ctrl-C during a write leaves
@@ -255,7 +255,10 @@ def load_checkpoint(path, *, settings, data_fingerprint: str,
     if payload["data_fingerprint"] != str(data_fingerprint):
         there, here = (_describe_fingerprint(payload["data_fingerprint"]),
                        _describe_fingerprint(str(data_fingerprint)))
+        same_training = payload["data_fingerprint"].split(":")[:4] == \
+            str(data_fingerprint).split(":")[:4]
         detail = (f"{there} there, {here} here" if there != here
+                  else "the same training text, another held-out text" if same_training
                   else "the same sizes, other tokens or words")
         raise CheckpointMismatch(f"checkpoint {name} was written for another corpus ({detail}): "
                                  f"resume on the same data, or start afresh without --resume")
