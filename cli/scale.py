@@ -21,7 +21,6 @@ from semhuff.model import Word2Vec
 
 from .resume import APPLIED, KEPT, conflicting_options
 
-DEFAULT_ROUND_WORDS = 1_000_000  # semhuff.distributed's (not imported: it needs no dask to list)
 
 # training settings a resumed run must keep (--workers may change)
 _SAME = {dest: (f"--{dest.replace('_', '-')}", "its training settings",
@@ -46,9 +45,11 @@ def add_scale_options(p: argparse.ArgumentParser) -> None:
                         "local:N for N worker processes on this machine; the corpus must be "
                         "files every worker can read (a shared file system or fsspec URLs); "
                         "--workers is then the threads of each worker (default: its --nthreads)")
-    g.add_argument("--round-words", type=int, default=DEFAULT_ROUND_WORDS, metavar="N",
+    g.add_argument("--round-words", type=int, metavar="N",
                    help="--dask: words each worker trains between two combinations of the "
-                        "weights (shorter: closer to one machine's quality, more overhead)")
+                        "weights (shorter: closer to one machine's quality, more overhead; "
+                        "default: 1,000,000, or fewer so that a run has 10 rounds at least: a "
+                        "run of one or two rounds gives near-random vectors)")
     g.add_argument("--combine", choices=COMBINES, default="adaptive",
                    help="--dask: how the workers' weights are combined: adaptive (the sum of the "
                         "changes for rows that moved little, the mean for rows that saturated), "

@@ -225,7 +225,7 @@ def _print_summary(model, report, args, fmt, seconds, setup_compile=0.0):
         d = report.dask
         print(f"dask: {counted(d.workers, 'worker')} ({'+'.join(map(str, d.threads))} "
               f"threads), {counted(len(d.rounds), 'round')} of "
-              f"{args.round_words:,} words a worker, {d.overhead_seconds:.1f} s outside training",
+              f"{d.round_words:,} words a worker, {d.overhead_seconds:.1f} s outside training",
               file=out)
     print(f"wrote {args.output} ({fmt})" + (f" and {args.save_model} (model)" if args.save_model else "")
           + f"; total {seconds:.1f} s", file=out)

@@ -2,6 +2,7 @@
 exactly the corpus's tokens, the map-reduce vocabulary equals the single pass's, and vectors
 trained in rounds on two workers find planted word classes as well as one process does."""
 import bz2
+import logging
 import os
 import gzip
 import subprocess
@@ -17,6 +18,7 @@ from distributed import Client, LocalCluster  # noqa: E402
 from semhuff import Word2Vec  # noqa: E402
 from semhuff.corpus import Corpus  # noqa: E402
 from semhuff.distributed import DaskTraining  # noqa: E402
+from semhuff.distributed.round_plan import RoundPlan, expected_rounds, plan_rounds  # noqa: E402
 from semhuff.distributed.rounds import combine  # noqa: E402
 from semhuff.distributed.splits import SplitCorpus, plan_splits, subdivide  # noqa: E402
 from semhuff.distributed.vocab import count_vocab  # noqa: E402
@@ -100,6 +102,41 @@ def test_one_worker_is_the_one_machine_run_bit_for_bit(tmp_path):
     assert len(dask.reports[-1].dask.rounds) > 5
     np.testing.assert_array_equal(dask.syn0, single.syn0)
     np.testing.assert_array_equal(dask.layer.weights, single.layer.weights)
+
+
+def test_a_small_corpus_trains_in_rounds_short_enough_to_have_a_handful(client, tmp_path,
+                                                                         caplog):
+    """Issue 48: a small corpus trained in one round of the default 1,000,000 words, near-random
+    vectors and no word said. Now the default round is shorter for it; a round length given
+    that leaves one round is kept, with a warning. Measured: one round 0.05, the chosen
+    rounds 0.79, one process 0.89."""
+    corpus = planted_corpus(str(tmp_path / "planted.txt"), sentences=6000)  # 90k tokens
+    single = class_purity(Word2Vec(corpus, workers=1, **SETTINGS))
+    with caplog.at_level(logging.WARNING, logger="semhuff.distributed"):
+        one_round = Word2Vec(corpus, dask=DaskTraining(client, round_words=1_000_000), **SETTINGS)
+        assert len(one_round.reports[-1].dask.rounds) == 1
+        assert "close to random" in caplog.text and "leave --round-words" in caplog.text
+        caplog.clear()
+        chosen = Word2Vec(corpus, dask=DaskTraining(client), **SETTINGS)
+    report = chosen.reports[-1].dask
+    assert len(report.rounds) >= 8 and report.round_words < 1_000_000
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert class_purity(one_round) < 0.2 and class_purity(chosen) > single - 0.15
+
+
+def test_the_round_plan():
+    # 135k words a shard over 3 epochs in chunks of 5,000: 27 chunks; 2 a round leaves 14
+    assert plan_rounds([135_000, 130_000], 3, 5000.0, None) == RoundPlan(7_500, 14, None)
+    # a large corpus keeps the default
+    assert plan_rounds([30_000_000] * 4, 5, 100_000.0, None).round_words == 1_000_000
+    # a round length given is kept; too long a one says so, with the one that would do
+    given = plan_rounds([135_000], 3, 5000.0, 50_000)
+    assert given.round_words == 50_000 and given.rounds == 3 and "give 7,500 or less" in given.warning
+    # 3 chunks in all: 3 rounds at most, one chunk each, and a warning that Dask does not fit
+    tiny = plan_rounds([13_500], 3, 5000.0, None)
+    assert tiny.rounds == 3 and tiny.round_words <= 5000
+    assert "small for Dask" in tiny.warning
+    assert expected_rounds(13_500, 3, 5000.0, tiny.round_words) == 3
 
 
 def test_combine_rules():

@@ -28,29 +28,30 @@ import numpy as np
 from ..corpus import Corpus, is_url
 from ..errors import CheckpointError, OptionError, SemhuffError, TrainingDiverged
 from ..trainer import ChunkStats, EpochStats, TrainReport, TrainSettings
+from .round_plan import DEFAULT_ROUND_WORDS, plan_rounds
 from .rounds import COMBINES, RowWeights, ShardSettings, ShardTrainer, check_layer, combine
 from .splits import corpus_files, plan_splits
 from .vocab import count_shards, count_vocab
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_ROUND_WORDS = 1_000_000
-
 
 @dataclass
 class DaskTraining:
     """Where and how to train on Dask. ``scheduler``: an address (``tcp://host:8786``),
     ``local:N`` (a LocalCluster of N worker processes here) or a ``distributed.Client``.
-    ``round_words``: words each worker trains between two combinations. ``threads``: training
+    ``round_words``: words each worker trains between two combinations (None: 1,000,000, or
+    fewer so that the run has a handful of rounds, ``round_plan``). ``threads``: training
     threads per worker (default: the worker's ``--nthreads``)."""
 
     scheduler: object
-    round_words: int = DEFAULT_ROUND_WORDS
+    round_words: Optional[int] = None
     combine: str = "adaptive"
     threads: Optional[int] = None
 
     def __post_init__(self):
-        if not isinstance(self.round_words, (int, np.integer)) or self.round_words < 1:
+        if self.round_words is not None and (
+                not isinstance(self.round_words, (int, np.integer)) or self.round_words < 1):
             raise OptionError(f"round_words must be a positive number of words, got "
                               f"{self.round_words!r}")
         if self.combine not in COMBINES:
@@ -72,6 +73,7 @@ class DaskReport:
     workers: int
     threads: List[int]
     rounds: List[RoundStats] = field(default_factory=list)
+    round_words: int = 0    # the words each worker trained in a round (given or chosen)
 
     @property
     def overhead_seconds(self) -> float:
@@ -253,6 +255,16 @@ def train(model, sentences, settings: TrainSettings, runtime: Runtime, spec: Das
         places = {i: {"next": [0, 0], "words_done": 0,
                       "total": max(1, round(retained * share[i])) * settings.epochs}
                   for i, shard in enumerate(shards) if shard}
+    # chunks of about this many input words: a round is whole chunks
+    chunk_words = settings.chunk_words * vocab.retained_tokens / max(vocab.total_tokens, 1)
+    plan = plan_rounds([place["total"] for place in places.values()], settings.epochs,
+                       chunk_words, spec.round_words)
+    if plan.warning:
+        logger.warning(plan.warning)
+    elif spec.round_words is None and plan.round_words != DEFAULT_ROUND_WORDS:
+        logger.info("rounds of %d words (fewer than %d would leave this corpus about %d rounds)",
+                    plan.round_words, DEFAULT_ROUND_WORDS, plan.rounds)
+    dask_report.round_words = plan.round_words
     seconds_before = report.seconds
     setup_started = time.perf_counter()
     actors = {}
@@ -274,7 +286,7 @@ def train(model, sentences, settings: TrainSettings, runtime: Runtime, spec: Das
         started = time.perf_counter()
         weigh = RowWeights(model.layer, vocab.keep_probabilities(model.sample), vocab.counts)
         while actors:
-            results = _round(model, actors, weigh, spec, dask_report, report,
+            results = _round(model, actors, weigh, spec, plan.round_words, dask_report, report,
                              seconds_before - started)
             for i, r in results.items():
                 places[i].update(next=r["next"], words_done=r["words_done"])
@@ -299,12 +311,12 @@ def train(model, sentences, settings: TrainSettings, runtime: Runtime, spec: Das
     return report
 
 
-def _round(model, actors: dict, weigh: RowWeights, spec: DaskTraining, dask_report: DaskReport,
-           report: TrainReport, clock: float) -> dict:
+def _round(model, actors: dict, weigh: RowWeights, spec: DaskTraining, round_words: int,
+           dask_report: DaskReport, report: TrainReport, clock: float) -> dict:
     """One round: send the weights, let every worker train, combine what comes back into the
     model; each worker's result, by shard."""
     round_started = time.perf_counter()
-    futures = {i: a.train_round(model.syn0, model.layer.weights, spec.round_words)
+    futures = {i: a.train_round(model.syn0, model.layer.weights, round_words)
                for i, a in actors.items()}
     results = {i: f.result() for i, f in futures.items()}
     received = time.perf_counter()
