@@ -107,18 +107,34 @@ def _unbatched_nll(model, ids, rows):
     return nll, (cluster_nll if cluster_of is not None else None), count
 
 
+@pytest.fixture(scope="module")
+def trained(data):
+    """The model of a tiny run with this output layer, trained once for the module."""
+    models = {}
+
+    def model(output):
+        if output not in models:
+            options = {"reassign_every": 5} if output.startswith("self") else {}
+            models[output] = train_lm(data, _settings(output=output, layer_options=options))[0]
+        return models[output]
+    return model
+
+
 @pytest.mark.parametrize("output", ["tree", "self-organized-binary"])
-@pytest.mark.parametrize("rows, length", [(1, 38), (3, 39)])
-def test_heldout_perplexity_is_the_per_token_mean_of_an_unbatched_pass(data, output, rows,
-                                                                      length):
+@pytest.mark.parametrize("batch, length, bptt, rows", [(1, 38, 5, 1), (3, 39, 5, 3),
+                                                       (10, 40, 20, 1)])
+def test_heldout_perplexity_is_the_per_token_mean_of_an_unbatched_pass(data, trained, output,
+                                                                      batch, length, bptt, rows):
     """A held-out stream whose rows (38 tokens: one row of 37 targets; 39: three of 12) leave a
     short last batch of bptt = 5 (2 targets a row): every target is counted and the nll is the
-    mean over tokens, not over batches; the clustered layer's cluster perplexity likewise."""
-    options = {"reassign_every": 5} if output.startswith("self") else {}
-    model, _ = train_lm(data, _settings(output=output, layer_options=options))
+    mean over tokens, not over batches; the clustered layer's cluster perplexity likewise. A
+    text shorter than ``batch`` windows of bptt + 1 tokens is read in fewer rows, none shorter
+    than a window: 40 tokens at bptt 20 are one row of 39 targets (two windows of 20 would be
+    two rows of 19)."""
+    model = trained(output)
     ids = data.heldout[:length]
-    assert len(ids) == length and (length // rows - 1) % 5 != 0  # a short last batch
-    got = evaluate(model, ids, batch=rows, bptt=5)
+    assert len(ids) == length and (length // rows - 1) % bptt != 0  # a short last batch
+    got = evaluate(model, ids, batch=batch, bptt=bptt)
     nll, cluster_nll, count = _unbatched_nll(model, ids, rows)
     assert got.tokens == count == rows * (length // rows - 1)
     assert got.nll == pytest.approx(nll / count, rel=1e-6)
