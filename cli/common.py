@@ -24,6 +24,10 @@ def setup_logging(verbosity: int) -> None:
                         datefmt="%H:%M:%S", stream=sys.stderr)
     # gensim narrates every save and load at INFO; keep that for -vv
     logging.getLogger("gensim").setLevel(logging.INFO if verbosity > 1 else logging.WARNING)
+    # the first run's "compiling kernels" notice is the Python API's: the summary gives the
+    # compile time here (and a test's stderr stays the same with a cold cache)
+    logging.getLogger("semhuff.numba_cache").setLevel(logging.WARNING if verbosity > 0
+                                                      else logging.ERROR)
 
 
 class Terminated(BaseException):

@@ -23,11 +23,12 @@ before any of their decorators runs, whichever of them a process imports first;
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import tempfile
 
 import numba  # noqa: F401  (semhuff's modules import it from here)
-from numba.core import caching
+from numba.core import caching, event
 
 from .version import __version__
 
@@ -106,6 +107,55 @@ def install(version: str) -> None:
 install(__version__)  # before any module that imports numba from here defines a function
 
 
+# -- saying so when the first kernel compiles -----------------------------------------------------
+
+logger = logging.getLogger(__name__)
+_notice = {"given": False}
+
+
+class _FirstCompileNotice(event.Listener):
+    """Logs once a process, when Numba starts compiling one of semhuff's functions (a cache
+    miss: a kernel loaded from the disk cache fires no compile event), that the wait is the
+    first run's only: the Python API's first ``Word2Vec(...)`` took 13.3 s against gensim's
+    2.3 s, saying nothing (issue 48). A warning, so that a script with no logging set up shows
+    it (semhuff's logger has only a NullHandler then: through Python's last-resort handler);
+    the console scripts show it with -v only (their summary gives the compile time)."""
+
+    def on_start(self, ev) -> None:
+        if _notice["given"]:
+            return
+        dispatcher = (ev.data or {}).get("dispatcher")
+        module = getattr(getattr(dispatcher, "py_func", None), "__module__", "") or ""
+        if module.split(".")[0] != "semhuff":
+            return
+        _notice["given"] = True
+        if logger.isEnabledFor(logging.WARNING):
+            message = (f"semhuff: compiling kernels (first run only: a few seconds each, then "
+                       f"loaded from the cache in {cache_roots()[0]})")
+            if _handled(logger):
+                logger.warning(message)
+            else:  # semhuff's NullHandler would swallow it: Python's last resort, stderr
+                logging.lastResort.handle(logger.makeRecord(
+                    logger.name, logging.WARNING, __file__, 0, message, None, None))
+
+    def on_end(self, ev) -> None:
+        pass
+
+
+event.register("numba:compile", _FirstCompileNotice())
+
+
+def _handled(log: logging.Logger) -> bool:
+    """Whether a handler of the application's (not a library's NullHandler) sees ``log``."""
+    while log is not None:
+        if any(not isinstance(h, logging.NullHandler) for h in log.handlers):
+            return True
+        if not log.propagate:
+            return False
+        log = log.parent
+    return False
+
+
 # -- how long this process spent compiling ---------------------------------------------------------
 
 _COMPILE_TIMER = None
@@ -117,7 +167,6 @@ def compile_seconds() -> float:
     scanner the first time a configuration is used (seconds, once): timings subtract this to
     say so (issue 23: a cold run's 4.5 s "vocabulary_and_setup" was unexplained)."""
     global _COMPILE_TIMER
-    from numba.core import event
     if _COMPILE_TIMER is None:
         _COMPILE_TIMER = event.TimingListener()
         event.register("numba:compile", _COMPILE_TIMER)

@@ -32,7 +32,8 @@ def _probe(cache_dir):
     env.pop("NUMBA_CACHE_DIR", None)
     out = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True, text=True,
                          check=True, cwd=str(cache_dir))
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return {**json.loads(out.stdout.strip().splitlines()[-1]),
+            "notices": [line for line in out.stderr.splitlines() if "compiling kernels" in line]}
 
 
 def _nbi_files(root):
@@ -47,8 +48,12 @@ def test_kernels_cache_outside_the_package_and_hit_in_a_new_process(tmp_path):
         assert os.path.commonpath([path, str(tmp_path)]) == str(tmp_path), path
         assert os.path.commonpath([path, PACKAGE]) != PACKAGE
     assert first["misses"] == [1, 1]
+    # the first compilation says so, once for both (issue 48: 13 s of silence in the API)
+    assert len(first["notices"]) == 1 and "(first run only" in first["notices"][0], first
+    assert str(tmp_path) in first["notices"][0]
     second = _probe(tmp_path)  # a fresh process loads what the first one compiled
     assert second["hits"] == [1, 1] and second["misses"] == [0, 0]
+    assert second["notices"] == []  # loading from the cache is not compiling
     assert _nbi_files(PACKAGE) == before  # nothing new written into the package
     assert _nbi_files(tmp_path)
     # one folder per installed copy and version
@@ -63,3 +68,17 @@ def test_other_packages_keep_numbas_own_locator(tmp_path, monkeypatch):
     locator = mod.f._cache._impl.locator
     assert not isinstance(locator, numba_cache.SemhuffCacheLocator)
     assert numba_cache.SemhuffCacheLocator.from_function(mod.f.py_func, str(tmp_path / "other_pkg_mod.py")) is None
+
+
+def test_the_console_scripts_show_the_compile_notice_with_v_only():
+    import logging
+    from semhuff.cli.common import setup_logging
+    notice = logging.getLogger("semhuff.numba_cache")
+    before = notice.level
+    try:
+        setup_logging(0)
+        assert not notice.isEnabledFor(logging.WARNING)
+        setup_logging(1)
+        assert notice.isEnabledFor(logging.WARNING)
+    finally:
+        notice.setLevel(before)
