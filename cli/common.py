@@ -58,10 +58,19 @@ def _quiet_stdout() -> None:
         os.dup2(devnull, sys.stdout.fileno())
 
 
-def run_cli(prog: str, body: Callable[[], int]) -> int:
+def run_cli(prog: str, body: Callable[[], int],
+            interrupted: Optional[Callable[[], str]] = None) -> int:
     """Run ``body``; a ``SemhuffError`` or an unreadable/unwritable file becomes
     ``prog: error: message`` and exit code 2, Ctrl-C exit code 130, SIGTERM 143; a closed
-    stdout (``| head``) ends the run quietly with 141, as a process killed by SIGPIPE."""
+    stdout (``| head``) ends the run quietly with 141, as a process killed by SIGPIPE.
+    ``interrupted``: what the line after Ctrl-C / SIGTERM adds (the checkpoint kept)."""
+    def stopped(how: str) -> str:
+        note = ""
+        if interrupted is not None:
+            with contextlib.suppress(Exception):  # the note never hides the interruption
+                note = interrupted()
+        return f"{prog}: {how}; no output was written{note}"
+
     try:
         with _sigterm_raises():
             code = body() or 0
@@ -77,10 +86,10 @@ def run_cli(prog: str, body: Callable[[], int]) -> int:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print(f"{prog}: interrupted; no output was written", file=sys.stderr)
+        print(stopped("interrupted"), file=sys.stderr)
         return 130
     except Terminated:
-        print(f"{prog}: terminated; no output was written", file=sys.stderr)
+        print(stopped("terminated"), file=sys.stderr)
         return 143
 
 
@@ -179,13 +188,15 @@ def short_errors(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
 
 
 def cli_main(prog: str, build_parser: Callable[[], argparse.ArgumentParser],
-             body: Callable[[argparse.Namespace], int], argv: Optional[List[str]]) -> int:
+             body: Callable[[argparse.Namespace], int], argv: Optional[List[str]],
+             interrupted: Optional[Callable[[argparse.Namespace], str]] = None) -> int:
     """A console entry point: plugins, arguments, logging (``-v``/``-q``), then ``body(args)``
-    under ``run_cli``'s error handling."""
+    under ``run_cli``'s error handling (``interrupted(args)``: its note after Ctrl-C)."""
     import_plugins(argv if argv is not None else sys.argv[1:])
     args = short_errors(build_parser()).parse_args(argv)
     setup_logging(args.verbose - args.quiet)
-    return run_cli(prog, lambda: body(args))
+    return run_cli(prog, lambda: body(args),
+                   None if interrupted is None else lambda: interrupted(args))
 
 
 # corpora named on the command line that ship with a dependency (no download)

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
+import time
 
 from semhuff import checkpoint
 from semhuff.distributed.rounds import COMBINES
@@ -97,8 +99,40 @@ def train_kwargs(args) -> dict:
     return {"checkpoint": args.checkpoint, "checkpoint_every": args.checkpoint_every}
 
 
+def checkpoint_kept(args, started: float) -> str:
+    """What the line after Ctrl-C / SIGTERM says of the checkpoint (issue 48: it named none):
+    the one kept, and how to continue; ``started``: the run's start (``time.time()``)."""
+    path = args.checkpoint or args.resume
+    if not path:
+        return ""
+    if not os.path.exists(path):
+        return (f"; no checkpoint had been written yet (the first comes after "
+                f"--checkpoint-every {args.checkpoint_every:g} minutes)")
+    written = os.path.getmtime(path)
+    when = (f"written {time.time() - written:,.0f} s ago" if written >= started
+            else "as it was before this run")
+    return (f"; kept checkpoint {path} ({when}): continue with the same command and "
+            f"--resume {path}")
+
+
+def resumed_from(path: str, state: dict) -> str:
+    """The summary's line for a ``--resume`` run: where the checkpoint's run stood."""
+    epochs = state["call"]["epochs"]
+    if state.get("complete"):
+        return f"resumed: {path} holds a finished run; nothing more was trained"
+    if "dask" in state:
+        shards = state["dask"]["shards"].values()
+        done, total = sum(p["words_done"] for p in shards), sum(p["total"] for p in shards)
+        return (f"resumed: from {path}, on Dask, after {done:,} of {total:,} words "
+                f"({len(state['dask']['rounds'])} rounds) trained before it stopped")
+    position = state["position"]
+    return (f"resumed: from {path} in epoch {position['epoch'] + 1} of {epochs}, after "
+            f"{position['words_done']:,} words trained before it stopped")
+
+
 def resume_run(args, given: set, corpus, progress: bool):
-    """The model of ``--resume``, trained to the end of its run."""
+    """The model of ``--resume``, trained to the end of its run, and the summary's line saying
+    where it resumed."""
     model, state = checkpoint.load(args.resume, Word2Vec, progress)
     conflicts = conflicting_options(model, args, given, {**KEPT, **_SAME})
     epochs = state["call"]["epochs"]
@@ -111,5 +145,6 @@ def resume_run(args, given: set, corpus, progress: bool):
                 "dask": dask_training(args, given)}
     if "workers" in given:
         settings["workers"] = args.workers
+    line = resumed_from(args.resume, state)
     return checkpoint.resume(args.resume, corpus, model=model, state=state, **settings,
-                             **train_kwargs(args))
+                             **train_kwargs(args)), line

@@ -31,8 +31,8 @@ from semhuff.wording import counted
 
 from .common import HelpFormatter, add_plugin_option, cli_main, console_script, resolve_corpus
 from .resume import continue_model, given_options
-from .scale import (add_scale_options, check_scale_options, dask_training, report_extra,
-                    resume_run, train_kwargs)
+from .scale import (add_scale_options, check_scale_options, checkpoint_kept, dask_training,
+                    report_extra, resume_run, train_kwargs)
 
 PROG = "semhuff-train"
 logger = logging.getLogger(PROG)
@@ -120,8 +120,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     return_large_blocks()  # large temporaries go back to the OS when freed (semhuff.memory)
     skip_blas_probe()  # no kernel calls BLAS: Numba's start skips scipy.linalg (semhuff.lean_numba)
+    started = time.time()
     return cli_main(PROG, build_parser, lambda args: _run(args, given_options(build_parser, argv)),
-                    argv)
+                    argv, interrupted=lambda args: checkpoint_kept(args, started))
 
 
 def _run(args, given=frozenset()) -> int:
@@ -146,8 +147,9 @@ def _run(args, given=frozenset()) -> int:
                           f"vectors are trained already")
     if args.freeze_init_vectors and not args.init_vectors:
         raise OptionError("--freeze-init-vectors goes with --init-vectors (the vectors to freeze)")
+    resumed = None
     if args.resume:
-        model = resume_run(args, given, corpus, progress)
+        model, resumed = resume_run(args, given, corpus, progress)
     elif args.init_model:
         model = continue_model(args, given, progress)
         # this command line says where this run trains
@@ -185,7 +187,8 @@ def _run(args, given=frozenset()) -> int:
             "init_vectors_used": getattr(model, "init_vectors_used", None),
             **report_extra(report)})
     if args.quiet == 0:
-        _print_summary(model, report, args, fmt, time.perf_counter() - started, setup_compile)
+        _print_summary(model, report, args, fmt, time.perf_counter() - started, setup_compile,
+                       resumed)
     return 0
 
 
@@ -203,7 +206,7 @@ def layer_settings(args, given: set) -> dict:
     return settings
 
 
-def _print_summary(model, report, args, fmt, seconds, setup_compile=0.0):
+def _print_summary(model, report, args, fmt, seconds, setup_compile=0.0, resumed=None):
     out = sys.stderr if is_stdout(args.output) else sys.stdout  # -o /dev/stdout: vectors only
     compiled = (f" (the set-up included {setup_compile:.1f} s of compiling: the vocabulary "
                 f"scan's code, once per configuration)" if setup_compile >= 0.05 else "")
@@ -215,6 +218,8 @@ def _print_summary(model, report, args, fmt, seconds, setup_compile=0.0):
         kept = " and kept (frozen)" if getattr(args, "freeze_init_vectors", False) else ""
         print(f"init vectors: {model.init_vectors_used:,} of {len(model.vocab):,} words started "
               f"from {args.init_vectors}{kept}, the others at random", file=out)
+    if resumed:
+        print(resumed, file=out)
     print(f"training: {report.summary()}", file=out)
     gpu = report.device_stats
     if gpu:
