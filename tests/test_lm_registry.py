@@ -41,12 +41,26 @@ def codes(tree, i):
 
 # -- the one-line swap: counts in the caller's id order -------------------------------------------
 
-@pytest.mark.parametrize("kind", ["huffman", "random", "alphabetical"])
+def similarities(perm, seed=0):
+    """(a SemHuff similarity over the sorted ids, the same one over the caller's ids): entry
+    (j, k) of the caller's is that of sorted words perm[j], perm[k]."""
+    import scipy.sparse as sp
+    n = len(perm)
+    sim = sp.random(n, n, density=0.15, random_state=seed, format="csr")
+    sim = (sim + sim.T).tocsr()
+    return sim, sim[perm][:, perm].tocsr()
+
+
+@pytest.mark.parametrize("kind", ["huffman", "random", "alphabetical", "semhuff"])
 def test_counts_in_any_id_order_give_the_sorted_vocabularys_tree(kind):
+    """Word j of the caller gets the code the builder gives its word in the sorted vocabulary;
+    SemHuff's similarity, given over the caller's ids, moves with the words."""
     ranked = sorted_vocab()
     mine, perm = shuffled(ranked)
-    reference = make_tree(kind, ranked, seed=5)  # the builder over the frequency-sorted words
-    by_vocab = make_output_layer("tree", H, mine, tree=kind, seed=5).tree
+    sorted_sim, my_sim = similarities(perm) if kind == "semhuff" else (None, None)
+    # the builder over the frequency-sorted words
+    reference = make_tree(kind, ranked, seed=5, similarity=sorted_sim)
+    by_vocab = make_output_layer("tree", H, mine, tree=kind, seed=5, similarity=my_sim).tree
     for j, p in enumerate(perm):
         assert codes(by_vocab, j) == codes(reference, p)
     if kind == "huffman":  # from counts alone (no words), as a user's bincount gives them
