@@ -31,6 +31,7 @@ import argparse
 import logging
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Optional
 
@@ -170,9 +171,40 @@ def main(argv=None) -> int:
     return run_cli(PROG, lambda: _evaluate(args, config))
 
 
+class StepLines:
+    """The progress where stderr is no terminal (a log, a pipe): a line as each step starts,
+    with the time so far, where tqdm's bar would be one line rewritten in place (issue 48:
+    nothing for two minutes)."""
+
+    def __init__(self, total: int):
+        self.total, self.n, self.started = total, 0, time.perf_counter()
+
+    def set_postfix_str(self, text: str, refresh: bool = True) -> None:
+        print(f"{PROG}: [{self.n + 1}/{self.total}, {time.perf_counter() - self.started:.0f} s] "
+              f"{text}", file=sys.stderr, flush=True)
+
+    def update(self, n: int = 1) -> None:
+        self.n += n
+
+    def refresh(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def _progress(quiet: bool):
+    """run_suite's progress: none with -q, tqdm's bar on a terminal, else StepLines."""
+    if quiet:
+        return False
+    return True if sys.stderr.isatty() else StepLines
+
+
 def _evaluate(args, config) -> int:
     models, failed_loads = [], 0
     for name, path in _vector_sources(args.vectors):
+        if not args.quiet:
+            print(f"{PROG}: loading {name} ({path})", file=sys.stderr, flush=True)
         try:
             models.append(load_vectors(path, name=name, fmt=args.format))
         except VectorsError as exc:
@@ -181,7 +213,7 @@ def _evaluate(args, config) -> int:
     if not models:
         return 2
 
-    report = run_suite(models, config, progress=not args.quiet, threads=args.threads)
+    report = run_suite(models, config, progress=_progress(args.quiet), threads=args.threads)
     sys.stdout.write(format_text(report))
     if not args.quiet:
         print(f"\nevaluated {len(models)} model(s) in {report.seconds:.1f} s", file=sys.stderr)

@@ -64,8 +64,14 @@ def format_text(report: Report) -> str:
     align = lambda row: "  ".join(c.ljust(w) if i < 3 else c.rjust(w)  # noqa: E731
                                   for i, (c, w) in enumerate(zip(row, widths)))
     lines = [align(header), "  ".join("-" * w for w in widths)] + [align(r) for r in rows]
+    if any(c.endswith("%)") for row in rows for c in row[3:]):  # issue 48: "(83%)" unexplained
+        lines.append(COVERAGE_NOTE)
     lines += _notes(report)
     return "\n".join(lines) + "\n"
+
+
+COVERAGE_NOTE = ("(N%): the share of the data set's items (pairs, questions, words) found in the "
+                 "vocabulary, when below 100%; the score is over those")
 
 
 def format_markdown(report: Report) -> str:

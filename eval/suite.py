@@ -160,8 +160,10 @@ def unique_names(names: list[str]) -> list[str]:
 
 
 def run_suite(models: list[LoadedVectors], config: Optional[SuiteConfig] = None,
-              progress: bool = False, threads: Optional[int] = 1) -> Report:
-    """Evaluate ``models`` on the tasks of ``config``; ``progress`` shows a tqdm bar on a terminal.
+              progress=False, threads: Optional[int] = 1) -> Report:
+    """Evaluate ``models`` on the tasks of ``config``; ``progress``: True shows a tqdm bar on a
+    terminal, or a callable ``progress(total)`` makes the bar (tqdm's ``update``,
+    ``set_postfix_str``, ``refresh``, ``close`` and a settable ``total``).
 
     ``threads`` caps the BLAS threads (None: the library's default). One thread is the default:
     OpenBLAS threads spin while waiting, and on a busy machine they made the POS classifier
@@ -180,8 +182,9 @@ def _run_suite(models: list[LoadedVectors], config: SuiteConfig, progress: bool)
     planned = len(plan_jobs(config))
     # one step per data set read and per (model, data set): reading WordNet or a POS corpus
     # takes seconds, so the bar moves before the first score too
-    bar = tqdm(total=planned * (1 + len(models)), desc="evaluating", unit="step",
-               disable=None if progress else True)
+    total = planned * (1 + len(models))
+    bar = progress(total) if callable(progress) else tqdm(
+        total=total, desc="evaluating", unit="step", disable=None if progress else True)
     jobs = prepare_jobs(config, skipped, requested, bar)
     bar.total = len(jobs) * len(models) + planned
     bar.refresh()

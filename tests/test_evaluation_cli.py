@@ -6,6 +6,7 @@ import pytest
 from gensim.models import KeyedVectors
 
 from semhuff.eval import VectorsError, load_vectors
+from semhuff.eval.report import COVERAGE_NOTE
 
 try:
     from semhuff.cli import evaluate as cli
@@ -336,3 +337,32 @@ def test_eval_into_a_closed_pipe_ends_quietly(tmp_path, datasets):
     assert proc.returncode == 141  # as a process killed by SIGPIPE
     assert "Broken pipe" not in proc.stderr and "Traceback" not in proc.stderr
     assert "Exception ignored" not in proc.stderr
+
+
+def test_progress_lines_where_stderr_is_no_terminal_and_the_coverage_explained(tmp_path, capsys,
+                                                                              datasets):
+    """Issue 48: nothing on stderr for two minutes, and "(83%)" in the table unexplained."""
+    small_kv().save_word2vec_format(str(tmp_path / "v.txt"))
+    argv = [tmp_path / "v.txt", "--tasks", "similarity,analogy", "--similarity-sets", "none",
+            "--pairs", datasets["--pairs"], "--analogy", datasets["--analogy"]]
+    code, out, err = run_cli(capsys, *argv)  # capsys's stderr is no terminal: step lines
+    assert code == 0, err
+    lines = err.strip().splitlines()
+    assert lines[0] == f"semhuff-eval: loading v ({tmp_path / 'v.txt'})"
+    steps = [line for line in lines if line.startswith("semhuff-eval: [")]
+    # two data sets read, then both evaluated: four steps, numbered, each saying what it does
+    assert [s.split("]")[0].split("[")[1].split(",")[0] for s in steps] == ["1/4", "2/4", "3/4", "4/4"]
+    assert steps[0].endswith("reading similarity/tiny") and steps[3].endswith("v analogy/google")
+    # the pairs file has a word out of the vocabulary: its cell shows a share, and a note says what
+    assert "(80%)" in out and COVERAGE_NOTE in out
+    code, out, err = run_cli(capsys, *argv, "-q")
+    assert code == 0 and err == ""
+
+
+def test_no_coverage_note_when_every_item_was_found(tmp_path, capsys):
+    small_kv().save_word2vec_format(str(tmp_path / "v.txt"))
+    pairs = tmp_path / "all.txt"
+    pairs.write_text("king\tqueen\t8\nman\twoman\t7\napple\tpear\t6\n")
+    code, out, _ = run_cli(capsys, tmp_path / "v.txt", "--tasks", "similarity",
+                           "--similarity-sets", "none", "--pairs", f"all={pairs}", "-q")
+    assert code == 0 and "%)" not in out and COVERAGE_NOTE not in out
