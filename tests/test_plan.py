@@ -96,6 +96,20 @@ def test_the_trainer_plans_through_from_settings(corpus, spy):
                                    model.vocab.counts))
 
 
+def test_cbow_with_the_contexts_sum_trains_through_its_plan(corpus, spy):
+    """gensim's cbow_mean=0 (the context vectors' sum predicts the centre) reaches the
+    training plan, and so the kernels: sum and mean CBOW train other vectors."""
+    path, _ = corpus
+    vectors = {}
+    for mean in (1, 0):
+        spy[1].clear()
+        model = Word2Vec(path, **{**SETTINGS, "sg": 0, "cbow_mean": mean})
+        plan = _one_plan(spy, score=False)
+        assert (plan.sg, plan.cbow_mean) == (False, bool(mean))
+        vectors[mean] = model.syn0.copy()
+    assert not np.allclose(vectors[0], vectors[1], rtol=0.01, atol=1e-4)
+
+
 def test_scoring_plans_through_from_settings(corpus, spy):
     path, _ = corpus
     model = Word2Vec(path, **{**SETTINGS, "sg": 0, "cbow_mean": 0})
