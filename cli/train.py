@@ -98,9 +98,25 @@ def build_parser() -> argparse.ArgumentParser:
                         "needs semhuff[cuda]; docs/gpu.md)")
     g.add_argument("--backend", choices=backend_names(), default=argparse.SUPPRESS,
                    help="--device cuda: numba (numba.cuda kernels, default) or cupy")
+    g.add_argument("--device-mode", dest="mode", choices=("sentence", "batched"),
+                   default=argparse.SUPPRESS,
+                   help="--device cuda: sentence (one GPU block a sentence, word2vec's order; "
+                        "the default with numba) or batched (pairs made on the CPU, trained in "
+                        "synchronous batches: the CuPy backend's form; docs/gpu.md)")
+    g.add_argument("--device-blocks", dest="blocks", type=int, metavar="N",
+                   default=argparse.SUPPRESS,
+                   help="--device cuda: the GPU grid (sentence form: 0 = one block a sentence, "
+                        "the default; N = N blocks, each walking every N-th sentence)")
+    g.add_argument("--sentence-words", type=int, metavar="N", default=argparse.SUPPRESS,
+                   help="--device cuda, sentence form: the longest sentence a block walks; "
+                        "longer ones are cut (default 1000, word2vec.c's)")
+    g.add_argument("--device-chunk-words", dest="chunk_words", type=int, metavar="N",
+                   default=argparse.SUPPRESS,
+                   help="--device cuda, sentence form: the fewest raw words one launch trains "
+                        "(default 2,000,000: enough sentences to fill a large GPU)")
     g.add_argument("--batch-pairs", type=int, metavar="N", default=argparse.SUPPRESS,
-                   help="--device cuda: (input, target) pairs per GPU batch (default 8192; "
-                        "larger is faster, smaller closer to the CPU's quality: docs/gpu.md)")
+                   help="--device cuda, batched form: (input, target) pairs per GPU batch "
+                        "(default 8192; larger is faster, smaller closer to the CPU's quality)")
     add_plugin_option(p)
     add_scale_options(p)
     g = p.add_argument_group("output")
@@ -114,6 +130,10 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("-q", "--quiet", action="count", default=0, help="no summary, no progress bar")
     g.add_argument("-v", "--verbose", action="count", default=0, help="log each step (-vv: debug)")
     return p
+
+
+# the --device cuda flags, by their device option's name (``gpu.device.CudaDevice``)
+DEVICE_OPTIONS = ("mode", "blocks", "sentence_words", "chunk_words", "batch_pairs")
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -139,7 +159,7 @@ def _run(args, given=frozenset()) -> int:
     compiled_before = compile_seconds()  # a cold first run compiles the scan in its set-up
     settings = layer_settings(args, given)
     check_tree_spec(settings.get("tree"))  # a name or a file, before any work
-    device_options = {k: getattr(args, k) for k in ("batch_pairs",) if hasattr(args, k)}
+    device_options = {k: getattr(args, k) for k in DEVICE_OPTIONS if hasattr(args, k)}
     backend = getattr(args, "backend", None)
     if args.init_vectors and (args.resume or args.init_model):
         other = "--resume" if args.resume else "--init-model"
@@ -223,9 +243,14 @@ def _print_summary(model, report, args, fmt, seconds, setup_compile=0.0, resumed
     print(f"training: {report.summary()}", file=out)
     gpu = report.device_stats
     if gpu:
-        print(f"device: {gpu['device']} ({gpu['backend']}), {gpu['pairs']:,} pairs in "
-              f"{gpu['batches']:,} batches, {gpu['device_seconds']:.1f} s at the device, peak "
-              f"memory in use {gpu['peak_memory_bytes'] / 2**20:,.0f} MiB", file=out)
+        if gpu.get("mode") == "sentence":
+            work = (f"sentence form, {gpu['sentences']:,} sentences in {gpu['chunks']:,} "
+                    f"launches of up to {gpu['blocks']:,} blocks")
+        else:
+            work = f"batched form, {gpu['pairs']:,} pairs in {gpu['batches']:,} batches"
+        print(f"device: {gpu['device']} ({gpu['backend']}, {work}), "
+              f"{gpu['device_seconds']:.1f} s at the device, peak memory in use "
+              f"{gpu['peak_memory_bytes'] / 2**20:,.0f} MiB", file=out)
     if getattr(report, "dask", None) is not None:
         d = report.dask
         print(f"dask: {counted(d.workers, 'worker')} ({'+'.join(map(str, d.threads))} "

@@ -361,12 +361,15 @@ class TrainingRun:
         self.hooks = HookSchedule(list(self.layer.hooks()) + list(hooks))
         self.checkpoint = checkpoint
         self.start = start
+        # a device that needs bigger chunks to keep busy asks for them (the GPU's sentence
+        # form: a chunk is one launch, a block a sentence); the CPU takes the setting's
+        self.chunk_words = max(s.chunk_words, int(getattr(session, "chunk_words", 0) or 0))
         self.epoch = start.epoch if start is not None else 0
         self.words_done = start.words_done if start is not None else 0
         use_cache = s.cache_ids and s.epochs - self.epoch >= 2  # the cache is read at least once
         if use_cache:
-            check_space(cache_dir(s.tmp_dir), estimate_bytes(retained_tokens, s.chunk_words))
-        self.source = EpochSource(sentences, vocab, s.chunk_words, use_cache=use_cache,
+            check_space(cache_dir(s.tmp_dir), estimate_bytes(retained_tokens, self.chunk_words))
+        self.source = EpochSource(sentences, vocab, self.chunk_words, use_cache=use_cache,
                                   cache_dir=s.tmp_dir)
         self.report = TrainReport.from_dict(start.report) if start is not None else TrainReport()
         self.seconds_before = self.report.seconds
@@ -414,13 +417,13 @@ class TrainingRun:
         if not asked or min(asked) >= self.chunk_input_words:
             return
         s = self.settings
-        words = max(1, min(s.chunk_words, min(asked) * max(raw_tokens_per_epoch, 1)
+        words = max(1, min(self.chunk_words, min(asked) * max(raw_tokens_per_epoch, 1)
                            // max(self.retained_tokens, 1)))  # raw tokens, as chunk_words counts
         self.source.chunk_words = words
         self.chunk_input_words = max(1, round(words * self.retained_tokens
                                               / max(raw_tokens_per_epoch, 1)))
         logger.info("chunks of %s tokens (not %s) for this run: a hook runs every %s words",
-                    f"{words:,}", f"{s.chunk_words:,}", f"{min(asked):,}")
+                    f"{words:,}", f"{self.chunk_words:,}", f"{min(asked):,}")
 
     def jobs(self, epoch: int, words_before: int, skip: Optional[Position] = None):
         digest, number = 0, -1
@@ -491,7 +494,7 @@ class TrainingRun:
         if report.compile_seconds >= 0.05:
             logger.info("training kernel ready in %.2f s (compiled once per configuration, "
                         "then loaded from numba's cache)", report.compile_seconds)
-        self.chunk_input_words = max(1, round(s.chunk_words * self.retained_tokens
+        self.chunk_input_words = max(1, round(self.chunk_words * self.retained_tokens
                                               / max(raw_tokens_per_epoch, 1)))
         self.bar = _progress_bar(s.epochs * raw_tokens_per_epoch, s.progress)
         self.bar.update(report.raw_words)

@@ -1,7 +1,9 @@
 """Compile the numba.cuda kernels to PTX for an H100 (sm_90) without a GPU: Numba's real CUDA
 type inference and code generation, which the simulator skips. Needs NVVM (the CUDA toolkit, e.g.
-``pip install 'numba-cuda[cu12]'``), not a driver. Loads the two kernel modules by path, so any
-interpreter with numpy and numba-cuda can run it:
+``pip install 'numba-cuda[cu12]'``), not a driver. Loads the kernel modules by path, so any
+interpreter with numpy and numba-cuda can run it: the batched form's kernels and every
+configuration of the sentence kernel (skip-gram and CBOW, HS, NS in both orders, HS + NS, the
+mixed order, the saturated clip):
 
     python tests/gpu_ptx_check.py [REPO]
 
@@ -34,14 +36,19 @@ def _load(name, path):
 def main() -> int:
     import numba.cuda.dispatcher as dispatcher
     dispatcher.get_current_device = _H100  # device functions compile "for the current device"
-    for name in ("semhuff", "semhuff.gpu"):
+    for name in ("semhuff", "semhuff.gpu", "semhuff.kernels"):
         package = types.ModuleType(name)
         package.__path__ = []
         sys.modules[name] = package
+    _load("semhuff.version", os.path.join(REPO, "semhuff", "version.py"))
+    _load("semhuff.numba_cache", os.path.join(REPO, "semhuff", "numba_cache.py"))
+    _load("semhuff.kernels.common", os.path.join(REPO, "semhuff", "kernels", "common.py"))
     _load("semhuff.gpu.noise", os.path.join(REPO, "semhuff", "gpu", "noise.py"))
     nk = _load("semhuff.gpu.numba_kernels", os.path.join(REPO, "semhuff", "gpu", "numba_kernels.py"))
+    sk = _load("semhuff.gpu.sentence_kernels",
+               os.path.join(REPO, "semhuff", "gpu", "sentence_kernels.py"))
     a = {dt: {nd: typeof(np.zeros((2,) * nd, dt)) for nd in (1, 2)}
-         for dt in (np.int8, np.int32, np.int64, np.uint32, np.float32, np.float64)}
+         for dt in (np.int8, np.int32, np.int64, np.uint32, np.uint64, np.float32, np.float64)}
     i32, f32 = a[np.int32], a[np.float32]
     i64, u64, b = numba.int64, numba.uint64, numba.boolean
     forward, update = nk.batch_kernels(100, 24)
@@ -57,6 +64,21 @@ def main() -> int:
         "update": (update, (f32[2], f32[2], i32[1], a[np.int64][1], b, b, i64, i64, i32[2],
                             i32[1], f32[2], f32[2], f32[2], *counters, b)),
     }
+    sentence_args = (i32[1], a[np.int64][1], i32[1], a[np.uint64][1], f32[2], f32[2], i32[2],
+                     a[np.int8][2], i32[1], f32[2], a[np.uint32][1], i32[1], f32[1],
+                     a[np.float64][2], a[np.uint32][1], b, numba.float64, numba.float64, i64, i64,
+                     a[np.float64][1])
+    for sg, hs, negative, batched, top, saturate, mean in (
+            (True, True, 0, False, 0, False, True), (True, True, 0, False, 4, True, True),
+            (True, False, 5, False, 0, False, True), (True, False, 5, True, 0, False, True),
+            (True, True, 5, False, 4, False, True), (False, True, 0, False, 0, False, True),
+            (False, False, 5, False, 0, False, False), (False, True, 5, False, 0, False, True)):
+        name = (f"sentence {'sg' if sg else 'cbow' + ('' if mean else '-sum')} "
+                f"{'hs' if hs else ''}{'+' if hs and negative else ''}{'ns' if negative else ''}"
+                f"{' batched' if batched else ''}{f' top {top}' if top else ''}"
+                f"{' saturate' if saturate else ''}")
+        kernel = sk.sentence_kernel(sg, 100, 5, mean, hs, top, saturate, negative, batched)
+        kernels[name] = (kernel, sentence_args)
     failed = 0
     for name, (kernel, signature) in kernels.items():
         try:

@@ -103,7 +103,7 @@ BACKENDS = {"numba": _numba_backend, "host": HostArrays, "cupy": _cupy_backend}
 
 
 def _train_on_device(backend, layer, syn0, plan, batch_pairs, damping, seed=7):
-    device = CudaDevice(backend=backend, batch_pairs=batch_pairs, damping=damping)
+    device = CudaDevice(backend=backend, mode="batched", batch_pairs=batch_pairs, damping=damping)
     session = device.open(syn0, layer, 1)
     session.warm_up(plan)
     loss, pairs, trained = session.train_chunk(plan, Chunk(IDS, BOUNDS, len(IDS)), 0, seed)
@@ -195,7 +195,8 @@ def test_noise_words_are_the_same_on_device_and_host():
     """The numba kernel's noise draws equal the vectorised host draw, and follow the
     unigram^0.75 distribution of the alias table."""
     layer = _layer("ns")
-    session = CudaDevice(backend=_numba_backend(), batch_pairs=64).open(_syn0(), layer, 1)
+    session = CudaDevice(backend=_numba_backend(), mode="batched", batch_pairs=64).open(
+        _syn0(), layer, 1)
     plan = _plan(True)
     pairs = session._pairs.load(PairSource(DIM).generate(plan, IDS, BOUNDS, 0, 9))
     rows, labels, counts = session.backend.ns_targets(session.program.arrays, pairs, 3, 8, 9)
@@ -230,7 +231,7 @@ def test_numba_simulator_and_host_twin_train_the_same_model(host_backend, loss):
     """Word2Vec(device="cuda") end to end (pairs from the corpus, chunks, batches, to_host):
     the numba.cuda kernels and the CuPy program on NumPy give the same vectors."""
     _numba_backend()
-    options = {"batch_pairs": 16, "blocks": 2}
+    options = {"mode": "batched", "batch_pairs": 16, "blocks": 2}
     negative = {"negative": 2} if loss == "ns" else {}
     sim = Word2Vec(SENTENCES, loss=loss, **negative, device="cuda", backend="numba",
                    device_options=options, **TINY)
@@ -304,9 +305,9 @@ def test_device_options_are_checked():
     with pytest.raises(OptionError, match="do not apply to device 'cpu'"):
         make_device("cpu", batch_pairs=10)
     with pytest.raises(OptionError, match="batch_pairs"):
-        make_device("cuda", "numba", batch_pairs=0)
+        make_device("cuda", "numba", mode="batched", batch_pairs=0)
     with pytest.raises(OptionError, match="damping"):
-        make_device("cuda", "numba", damping="yes")
+        make_device("cuda", "numba", mode="batched", damping="yes")
     with pytest.raises(OptionError, match="unknown device"):
         Word2Vec(device="tpu")
     layer = _layer("hs")

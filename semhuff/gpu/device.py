@@ -1,5 +1,6 @@
-"""``--device cuda``: a session that owns the weights on the GPU and trains them in batches of
-pairs (p-tHSM), with the numba.cuda or the CuPy backend.
+"""``--device cuda``: the device, its backends, and the session of the *batched* form, which owns
+the weights on the GPU and trains them in batches of pairs (p-tHSM), with the numba.cuda or
+the CuPy backend. The default form, one block a sentence, is ``sentence_session``.
 
 Importing this module imports neither ``numba.cuda`` nor CuPy: ``CudaDevice()`` loads the
 backend, and a missing package or the absence of a usable GPU is a one-sentence ``DeviceError``
@@ -29,6 +30,7 @@ import numpy as np
 from ..cpu_session import CpuSession
 from ..errors import DeviceError, OptionError
 from .pairs import Pairs, PairSource
+from .sentences import MAX_SENTENCE_WORDS
 from .programs import program_for
 
 # name -> (module, class, what to install): loaded only when asked for
@@ -62,34 +64,70 @@ def load_backend(name: str, blocks: int = 0):
                           f"{_one_line(exc)}); {INSTALL_HINT}") from None
 
 
+MODES = ("sentence", "batched")
+
+
 class CudaDevice:
-    """``make_device("cuda", backend, batch_pairs=, damping=, blocks=)``: ``batch_pairs`` pairs
-    a batch; ``damping`` the stale-sum damping of rows many pairs of a batch touch (docs/gpu.md;
-    off only for experiments: large batches diverge without it); ``blocks`` the CUDA grid
-    (0: 32 per multiprocessor)."""
+    """``make_device("cuda", backend, mode=, ...)``. Two forms (docs/gpu.md):
+
+    * ``mode="sentence"`` (the default with numba): one block a sentence, word2vec's order
+      (``sentence_session``); ``sentence_words`` the longest sentence a block walks (longer ones
+      are cut: word2vec.c's 1,000 by default), ``chunk_words`` the fewest raw words a launch
+      takes (``sentence_session.DEFAULT_CHUNK_WORDS``), ``blocks`` the grid (0: one block a
+      sentence; N: N blocks, each walking every N-th sentence);
+    * ``mode="batched"`` (the only form of the CuPy backend): pairs made on the CPU, trained in
+      synchronous batches of ``batch_pairs`` (p-tHSM); ``damping`` the stale-sum damping of
+      rows many pairs of a batch touch (off only for experiments: large batches diverge without
+      it); ``blocks`` the grid (0: 32 per multiprocessor).
+
+    A setting of the other form is refused by name, never silently unused."""
 
     name = kind = "cuda"
     backends = tuple(BACKENDS)
+    modes = MODES
     score_on = "cpu"  # held-out scoring (exact float64) runs on the CPU, after to_host()
     DEFAULT_BATCH_PAIRS = 8192
+    _MODE_OPTIONS = {"sentence": ("sentence_words", "chunk_words"),
+                     "batched": ("batch_pairs", "damping")}
 
-    def __init__(self, backend=None, batch_pairs: Optional[int] = None,
-                 damping: bool = True, blocks: Optional[int] = None):
+    def __init__(self, backend=None, mode: Optional[str] = None, batch_pairs: Optional[int] = None,
+                 damping: Optional[bool] = None, blocks: Optional[int] = None,
+                 sentence_words: Optional[int] = None, chunk_words: Optional[int] = None):
+        given_object = not (backend is None or isinstance(backend, str))
+        name = backend.name if given_object else (backend or "numba")
+        if not given_object and name not in BACKENDS:
+            raise OptionError(f"unknown backend {name!r} for device 'cuda'; available: "
+                              f"{', '.join(BACKENDS)}")
+        if mode is None:
+            mode = "sentence" if name == "numba" else "batched"
+        if mode not in MODES:
+            raise OptionError(f"unknown device mode {mode!r}; available: {', '.join(MODES)}")
+        if mode == "sentence" and name != "numba":
+            raise OptionError("the sentence-per-block form runs on the numba backend only; the "
+                              "CuPy backend trains the batched form (device mode 'batched')")
+        given = {"batch_pairs": batch_pairs, "damping": damping,
+                 "sentence_words": sentence_words, "chunk_words": chunk_words}
+        for other, names in self._MODE_OPTIONS.items():
+            for option in names:
+                if other != mode and given[option] is not None:
+                    raise OptionError(f"{option} is a setting of the {other} form; this device "
+                                      f"runs the {mode} form (device mode {other!r} to use it)")
+        self.mode = mode
         self.batch_pairs = _positive("batch_pairs", batch_pairs, self.DEFAULT_BATCH_PAIRS)
+        damping = True if damping is None else damping
         if not isinstance(damping, (bool, np.bool_)):
             raise OptionError(f"damping must be true or false, got {damping!r}")
         self.damping = bool(damping)
         self.blocks = _positive("blocks", blocks, 0, zero_ok=True)
-        if backend is None or isinstance(backend, str):
-            name = backend or "numba"
-            if name not in BACKENDS:
-                raise OptionError(f"unknown backend {name!r} for device 'cuda'; available: "
-                                  f"{', '.join(BACKENDS)}")
-            self.backend = load_backend(name, self.blocks)
-        else:  # a backend object (the tests' host twin)
-            self.backend = backend
+        self.sentence_words = _positive("sentence_words", sentence_words, MAX_SENTENCE_WORDS)
+        self.chunk_words = _positive("chunk_words", chunk_words, 0, zero_ok=True)
+        # a backend object: the tests' host twin of the batched form
+        self.backend = backend if given_object else load_backend(name, self.blocks)
 
-    def open(self, syn0: np.ndarray, layer, workers: int) -> "GpuSession":
+    def open(self, syn0: np.ndarray, layer, workers: int):
+        if self.mode == "sentence":
+            from .sentence_session import SentenceSession
+            return SentenceSession(self, syn0, layer, workers)
         return GpuSession(self, syn0, layer, workers)
 
 

@@ -16,7 +16,16 @@ device; it keeps its own device arrays (uploaded in ``upload``, brought back in 
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+
 from ..errors import DeviceError
+
+# HS levels whose updates the sentence kernel can keep until a centre's end (the "mixed" order
+# keeps 4; "batched", every level, is the CPU's alone)
+MAX_DEFERRED = 8
 
 
 class GpuProgram:
@@ -66,6 +75,50 @@ class BinaryOutputs(GpuProgram):
         targets = make(self.arrays, pairs, p0, n, seed)
         backend.train(session.d_syn0, session.d_weights, pairs, p0, n, targets, self.clip,
                       bool(plan.cbow_mean or plan.sg), session.damping)
+
+
+@dataclass(frozen=True)
+class SentenceBody:
+    """What a layer trains with on the sentence-per-block kernel (``sentence_kernels``), which
+    runs the CPU bodies' arithmetic: hierarchical softmax over a tree (``hs``: its padded
+    ``points, codes, lengths``; its rows ``hs_weights``; ``top`` levels deferred to a centre's
+    end; ``saturate``: the saturated gradient beyond +-6), negative sampling (``ns``: the
+    alias table and ``negative``; its rows ``ns_weights``; ``ns_batched``: HogBatch's order),
+    or both (HS then NS, word2vec's order for the NS part). A layer returns one from
+    ``sentence_body()``; the session asks for nothing else of it."""
+
+    hs: Optional[tuple] = None
+    hs_weights: Optional[np.ndarray] = None
+    top: int = 0
+    saturate: bool = False
+    ns: Optional[tuple] = None
+    ns_weights: Optional[np.ndarray] = None
+    ns_batched: bool = False
+
+    def __post_init__(self):
+        if self.hs is None and self.ns is None:
+            raise ValueError("a sentence body needs hierarchical softmax or negative sampling")
+        if self.top > MAX_DEFERRED:
+            raise DeviceError(f"the GPU defers at most {MAX_DEFERRED} tree levels to a centre's "
+                              f"end: hs_order 'word2vec' or 'mixed' there ('batched' is the "
+                              f"CPU's)")
+
+    @property
+    def negative(self) -> int:
+        return int(self.ns[2]) if self.ns is not None else 0
+
+    def weights(self) -> tuple:
+        """The host arrays the kernel trains besides the input vectors."""
+        return tuple(w for w in (self.hs_weights, self.ns_weights) if w is not None)
+
+
+def sentence_body_for(layer) -> SentenceBody:
+    """The layer's ``sentence_body()``; a ``DeviceError`` when it has none."""
+    body = layer.sentence_body()
+    if body is None:
+        raise DeviceError(f"{layer.describe()} has no sentence kernel on the GPU (train it with "
+                          f"--device-mode batched where it has a batch program, or on the CPU)")
+    return body
 
 
 def program_for(layer, backend_name: str) -> GpuProgram:

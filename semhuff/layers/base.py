@@ -90,8 +90,14 @@ class OutputLayer:
         return False
 
     def gpu_program(self, backend: str):
-        """For ``devices`` that include "cuda": the layer's GPU program (the interface of
-        ``semhuff.gpu.programs.GpuProgram``; HS and NS return ``BinaryOutputs``)."""
+        """For ``devices`` that include "cuda", the batched form (``--device-mode batched``):
+        the layer's program (the interface of ``semhuff.gpu.programs.GpuProgram``; HS and NS
+        return ``BinaryOutputs``)."""
+        return None
+
+    def sentence_body(self):
+        """For ``devices`` that include "cuda", the default sentence-per-block form: what the
+        device kernel trains (``semhuff.gpu.programs.SentenceBody``), or None: no such form."""
         return None
 
     def row_updates(self, trained: np.ndarray, counts: np.ndarray) -> Optional[np.ndarray]:

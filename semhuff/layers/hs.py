@@ -6,7 +6,7 @@ from typing import Dict
 import numpy as np
 
 from ..errors import TreeError
-from ..gpu.programs import BinaryOutputs
+from ..gpu.programs import BinaryOutputs, SentenceBody
 from ..kernels import loop
 from ..options import Option
 from ..trees.base import Tree
@@ -143,6 +143,10 @@ class HierarchicalSoftmax(OutputLayer):
 
     def gpu_program(self, backend):
         return BinaryOutputs(self, "hs")
+
+    def sentence_body(self):
+        return SentenceBody(hs=self.kernel_args()[:3], hs_weights=self.weights,
+                            top=self.batch_levels(), saturate=self.saturates())
 
     def row_updates(self, trained, counts):
         """Each inner node is updated once per prediction of every word below it."""

@@ -16,6 +16,7 @@ from typing import Dict
 
 import numpy as np
 
+from ..gpu.programs import SentenceBody
 from ..kernels import loop
 from .hs import HierarchicalSoftmax
 from .ns import NEGATIVE, NS_EXPONENT, NegativeSampling
@@ -24,11 +25,11 @@ from .ns import NEGATIVE, NS_EXPONENT, NegativeSampling
 class HierarchicalSoftmaxAndNegative(HierarchicalSoftmax):
     """``weights``: the tree's inner-node rows (as ``HierarchicalSoftmax``); ``noise``: a
     ``NegativeSampling`` layer whose ``weights`` are the noise words' rows (gensim's
-    ``syn1neg``). No private hot rows, not on the GPU or Dask (their programs train one output
-    layer)."""
+    ``syn1neg``). No private hot rows, not on Dask or the GPU's batched form (their programs
+    train one output layer); the GPU's sentence kernel trains it."""
 
     body = loop.HS_NS
-    devices = ("cpu",)
+    devices = ("cpu", "cuda")  # the sentence-per-block form only (no batch program)
     OPTIONS = HierarchicalSoftmax.OPTIONS + (NEGATIVE, NS_EXPONENT)
     HOT_ROWS = 0
 
@@ -65,7 +66,12 @@ class HierarchicalSoftmaxAndNegative(HierarchicalSoftmax):
         return False
 
     def gpu_program(self, backend):
-        return None
+        return None  # the batched form trains one output layer
+
+    def sentence_body(self):
+        return SentenceBody(hs=super().kernel_args(), hs_weights=self.weights,
+                            top=self.batch_levels(), saturate=self.saturates(),
+                            ns=self.noise.kernel_args(), ns_weights=self.noise.weights)
 
     def row_updates(self, trained, counts):
         return None

@@ -13,7 +13,7 @@ from typing import Dict
 
 import numpy as np
 
-from ..gpu.programs import BinaryOutputs
+from ..gpu.programs import BinaryOutputs, SentenceBody
 from ..kernels import loop
 from ..kernels.ns import build_alias_table
 from ..options import Option, positive_int
@@ -85,6 +85,10 @@ class NegativeSampling(OutputLayer):
 
     def gpu_program(self, backend):
         return BinaryOutputs(self, "ns")
+
+    def sentence_body(self):
+        return SentenceBody(ns=self.kernel_args(), ns_weights=self.weights,
+                            ns_batched=self.order == "batched")
 
     def row_updates(self, trained, counts):
         """A target's row once per prediction, every row as a noise word by its share."""
