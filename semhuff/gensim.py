@@ -25,7 +25,19 @@ What differs, on purpose:
   logged or stored in gensim: accepted, with the same results;
 * ``save()`` writes semhuff's model file (``.npz`` content, any name), ``load()`` reads it, any
   semhuff model file, or a model gensim saved (read with gensim, then converted: its vectors,
-  counts and trained output layer, over gensim's own Huffman tree);
+  counts and trained output layer, over gensim's own Huffman tree); gensim's ``Word2Vec.load``
+  cannot read semhuff's file (``UnpicklingError``): ``save(fname, format="gensim")`` writes
+  gensim's own pickle (vectors, counts, and the output layer: hierarchical softmax over this
+  model's tree, whatever tree it is, or negative sampling), which gensim loads and trains on;
+* after ``build_vocab(update=True)``, down-sampling keeps each word by its count in the whole
+  vocabulary (the old counts plus the update's) against the vocabulary's total, as for any
+  semhuff model; gensim recomputes the keep probability of the update's words from the update
+  corpus alone (their counts there against its total) and leaves the other words' as they were.
+  On purpose: a semhuff model's down-sampling is a function of its vocabulary and ``sample``
+  only, so it is the same after save / load, ``--init-model``, a checkpoint or on Dask; and a
+  small update is not thinned as if it were a corpus of its own (lee's first 200 lines, then
+  the next 60 as the update, ``sample=1e-3``: gensim thins 56 of the 2,352 words, semhuff 44;
+  ``tests/test_gensim_export.py`` checks both rules against gensim);
 * ``predict_output_word()`` also answers for hierarchical softmax (gensim: negative sampling
   only), with the exact distribution P(w | context) the tree defines; ``score()`` gives exact
   float64 log probabilities (gensim skips the terms whose score is beyond +-6);
@@ -720,13 +732,26 @@ class Word2Vec:
               "corpus_retained_words", "min_alpha_yet_reached", "lifecycle_events")
 
     def save(self, fname_or_handle, separately=None, sep_limit=10 * 1024 ** 2, ignore=frozenset(),
-             pickle_protocol=4):
+             pickle_protocol=4, format="npz"):
         """semhuff's model file (``semhuff.Word2Vec.save``) with this adapter's gensim state;
         gensim's other arguments only say how it splits its pickle: accepted, one file is
-        written."""
+        written. ``format="gensim"``: gensim's own ``Word2Vec`` pickle instead, which
+        ``gensim.models.Word2Vec.load`` reads (semhuff's file it cannot: ``UnpicklingError``),
+        with this adapter's counters (``corpus_count``, ``train_count`` ...)."""
         self.add_lifecycle_event("saved", fname_or_handle=str(fname_or_handle))
-        self.semhuff.annotations["gensim"] = {k: getattr(self, k, None) for k in self._SAVED}
         self._take_locks()  # wv.vectors_lockf is saved as the model's lockf
+        if format == "gensim":
+            from .io_utils import atomic_path
+            model = self.semhuff.to_gensim()
+            for key in ("corpus_count", "corpus_total_words", "train_count", "total_train_time",
+                        "comment", "compute_loss", "running_training_loss", "lifecycle_events"):
+                if getattr(self, key, None) is not None:
+                    setattr(model, key, getattr(self, key))
+            model.sample, model.min_count = self.sample, self.min_count
+            with atomic_path(os.fspath(fname_or_handle)) as tmp:
+                model.save(tmp, separately=[], pickle_protocol=pickle_protocol)
+            return
+        self.semhuff.annotations["gensim"] = {k: getattr(self, k, None) for k in self._SAVED}
         self.semhuff.save(fname_or_handle)
 
     @classmethod

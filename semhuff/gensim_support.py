@@ -10,7 +10,7 @@ from typing import Iterable, List
 
 import numpy as np
 
-from .errors import ModelFileError
+from .errors import ModelFileError, OptionError
 from .layers import layer_class
 from .trees.base import Tree
 from .trees.huffman import build_huffman
@@ -148,3 +148,49 @@ def from_gensim(model, fname: str):
         layer = layer_class("hs")(tree)
     layer.weights = np.ascontiguousarray(model.syn1[:max(len(words) - 1, 1)], dtype=np.float32)
     return settings, vocab, syn0, layer
+
+
+def to_gensim(model):
+    """A semhuff ``Word2Vec`` (``semhuff.model``) as gensim's ``Word2Vec``, which gensim saves
+    (``.save``) and loads (``gensim.models.Word2Vec.load``) and can keep training: the vectors,
+    the counts, and the output layer gensim knows, hierarchical softmax over this model's own
+    tree (any tree: gensim reads each word's path from its ``code`` / ``point``) and/or negative
+    sampling. Its vocabulary is gensim's (sorted by count, its down-sampling and noise tables
+    from the counts); rows are matched by word. A class or self-organized softmax has no gensim
+    form: an ``OptionError`` saying to export the vectors."""
+    from gensim.models import Word2Vec as GensimWord2Vec
+
+    loss = model.loss
+    if loss not in ("hs", "ns", "hs+ns"):
+        raise OptionError(f"gensim's Word2Vec has hierarchical softmax and negative sampling "
+                          f"only, not {model.layer.describe()}: export the vectors instead "
+                          f"(.kv, .bin, .txt)")
+    words, counts = list(model.vocab.words), np.asarray(model.vocab.counts, np.int64)
+    negative = int(model.negative) if loss in ("ns", "hs+ns") else 0
+    out = GensimWord2Vec(vector_size=model.vector_size, window=model.window, min_count=1,
+                         sample=model.sample, sg=int(model.sg), hs=int(loss != "ns"),
+                         negative=negative, ns_exponent=float(model.ns_exponent or 0.75),
+                         cbow_mean=int(model.cbow_mean), alpha=model.alpha,
+                         min_alpha=model.min_alpha, epochs=model.epochs, workers=model.workers,
+                         seed=model.seed, max_vocab_size=model.max_vocab_size,
+                         shrink_windows=bool(model.shrink_windows))
+    # every word kept (min_count 1 while building; the model's own min_count after)
+    out.build_vocab_from_freq(dict(zip(words, (int(c) for c in counts))))
+    out.min_count, out.max_final_vocab = model.min_count, model.max_final_vocab
+    out.corpus_total_words = int(model.vocab.total_tokens)
+    rows = np.array([out.wv.key_to_index[w] for w in words], dtype=np.int64)
+    out.wv.vectors[rows] = model.syn0[:len(words)]
+    if loss != "ns":
+        tree, weights = model.layer.tree, model.layer.weights
+        points, codes, lengths = tree.points, tree.codes, tree.lengths
+        for i, word in enumerate(words):
+            out.wv.set_vecattr(word, "code", np.array(codes[i, :lengths[i]], dtype=np.uint8))
+            out.wv.set_vecattr(word, "point", np.array(points[i, :lengths[i]], dtype=np.uint32))
+        inner = min(len(weights), len(words))  # V - 1 rows (gensim keeps V, the last zero)
+        out.syn1 = np.zeros((len(words), model.vector_size), dtype=np.float32)
+        out.syn1[:inner] = weights[:inner]
+    if negative:
+        noise = model.layer.weights if loss == "ns" else model.layer.syn1neg
+        out.syn1neg[rows] = noise[:len(words)]
+    out.wv.norms = None
+    return out

@@ -20,7 +20,8 @@ from .devices import check_device_options, check_layer_device, make_device, scor
 from .errors import (CorpusError, ModelFileError, OptionError, SemhuffError, TrainingDiverged,
                      VectorsError)
 from .hooks import Hook
-from .io_utils import MODEL_LAYER_PREFIX, atomic_output, open_npz, pack_words, unpack_words
+from .io_utils import (MODEL_LAYER_PREFIX, atomic_output, atomic_path, open_npz, pack_words,
+                       unpack_words)
 from .layers import OutputLayer, check_layer_settings, layer_class, layer_from_state
 from .scoring import ScoreReport, score
 from .trainer import TrainReport, TrainSettings, train
@@ -497,13 +498,31 @@ class Word2Vec:
         out["layer_options"] = {k: v for k, v in self.layer_settings.items() if _jsonable(v)}
         return out
 
-    def save(self, path: str) -> None:
+    def save(self, path: str, format: str = "npz") -> None:
         """The full model as one ``.npz`` file: settings, vocabulary, input vectors and the
         output layer's complete state (``layer.config()`` and ``layer.arrays()``), so
-        ``Word2Vec.load`` gives the same layer with the same state and training continues."""
+        ``Word2Vec.load`` gives the same layer with the same state and training continues.
+        ``format="gensim"``: gensim's ``Word2Vec`` of this model instead (``to_gensim``), one
+        pickle that ``gensim.models.Word2Vec.load`` reads (and ``Word2Vec.load`` here too)."""
+        if format == "gensim":
+            model = self.to_gensim()
+            with atomic_path(path) as tmp:
+                model.save(tmp, separately=[])  # one file: no arrays beside it under tmp's name
+            return
+        if format != "npz":
+            raise OptionError(f"format must be 'npz' or 'gensim', got {format!r}")
         arrays = self._arrays()
         with atomic_output(path) as fh:
             np.savez(fh, **arrays)
+
+    def to_gensim(self):
+        """This model as gensim's ``Word2Vec`` (``semhuff.gensim_support.to_gensim``): its
+        vectors, counts and hierarchical softmax (over this model's tree) or negative sampling,
+        which gensim saves, loads and keeps training."""
+        if self.layer is None:
+            raise SemhuffError("the model has nothing to export yet: build_vocab() first")
+        from .gensim_support import to_gensim
+        return to_gensim(self)
 
     def _arrays(self) -> dict:
         """What ``save`` writes (a checkpoint adds its position)."""
@@ -563,11 +582,14 @@ class Word2Vec:
         return model
 
     def save_vectors(self, path: str, fmt: str = "auto") -> str:
-        """Write the vectors: ``model`` (.npz, this full model), ``kv`` (gensim KeyedVectors),
-        ``text`` / ``binary`` (word2vec formats). ``auto`` picks by extension. Atomic."""
+        """Write the vectors: ``npz`` (this full model; ``model``, its former name, too), ``kv``
+        (gensim KeyedVectors), ``gensim`` (gensim's whole ``Word2Vec``, ``to_gensim``), ``text``
+        / ``binary`` (word2vec formats). ``auto`` picks by extension. Atomic."""
         fmt = resolve_format(path, fmt)
-        if fmt == "model":
+        if fmt == "npz":
             self.save(path)
+        elif fmt == "gensim":
+            self.save(path, format="gensim")
         elif fmt == "binary":
             save_word2vec_binary(self.vocab.words, self.syn0, path)
         else:

@@ -32,11 +32,15 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-#: what ``save_keyed_vectors`` / ``Word2Vec.save_vectors`` write
-FORMATS = ("model", "kv", "text", "binary")
-_EXTENSIONS = {".npz": "model", ".kv": "kv", ".txt": "text", ".vec": "text", ".bin": "binary"}
-#: what ``read_vectors`` reads (``auto``: ``detect_format``)
-READ_FORMATS = ("auto", "text", "binary", "kv", "npz")
+#: what ``save_keyed_vectors`` / ``Word2Vec.save_vectors`` write: ``npz`` semhuff's full model,
+#: ``kv`` gensim's KeyedVectors, ``gensim`` gensim's whole Word2Vec (``Word2Vec.load`` reads it)
+FORMATS = ("npz", "kv", "gensim", "text", "binary")
+_EXTENSIONS = {".npz": "npz", ".kv": "kv", ".txt": "text", ".vec": "text", ".bin": "binary"}
+#: what ``read_vectors`` reads (``auto``: ``detect_format``; ``gensim`` is read as ``kv``: the
+#: loader takes a whole gensim model's vectors)
+READ_FORMATS = ("auto", "text", "binary", "kv", "gensim", "npz")
+#: former names of formats, still read: ``model`` was ``npz``'s name for writing (issue 48)
+FORMAT_ALIASES = {"model": "npz"}
 _COMPRESSED = (".gz", ".bz2")
 
 
@@ -69,6 +73,7 @@ def resolve_format(path: str, fmt: str = "auto") -> str:
     if fmt == "auto" and name == "-":
         raise OptionError("'-' (standard output) has no extension to tell the format by: name it "
                           "(--format text / fmt=), as for /dev/stdout")
+    fmt = FORMAT_ALIASES.get(fmt, fmt)
     if fmt == "auto":
         ext = os.path.splitext(strip_compression(name.lower()))[1]
         if ext not in _EXTENSIONS:
@@ -177,7 +182,7 @@ def read_vectors(source, fmt: str = "auto") -> Tuple["KeyedVectors", LoadReport]
         raise VectorsError(f"vectors file not found: {path}")
     if os.path.getsize(path) == 0:
         raise VectorsError(f"vectors file is empty: {path}")
-    fmt = detect_format(path) if fmt == "auto" else fmt
+    fmt = detect_format(path) if fmt == "auto" else FORMAT_ALIASES.get(fmt, fmt)
     report = LoadReport(path)
     try:
         kv = _read_format(path, fmt, report)
@@ -217,7 +222,7 @@ def _read_format(path: str, fmt: str, report: LoadReport):
 
     if fmt == "npz":
         return _model_file_vectors(path)
-    if fmt == "kv":
+    if fmt in ("kv", "gensim"):
         return KeyedVectors.load(path)  # a whole gensim model loads too; its .wv is taken
     if fmt == "binary":
         return KeyedVectors.load_word2vec_format(path, binary=True, unicode_errors="replace")

@@ -48,7 +48,7 @@ def test_save_load_and_keep_training(tmp_path, lee_path):
 
 
 @pytest.mark.parametrize("name,fmt", [("v.kv", "kv"), ("v.txt", "text"), ("v.bin", "binary"),
-                                      ("v.npz", "model")])
+                                      ("v.npz", "npz")])
 def test_every_output_format_loads_in_gensim(tmp_path, lee_path, name, fmt):
     model = Word2Vec(lee_path, workers=1, **SMALL)
     path = str(tmp_path / name)

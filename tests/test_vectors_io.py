@@ -76,7 +76,8 @@ def test_semhuff_model_gives_its_vectors_and_counts(tmp_path):
 
 
 def test_formats_and_objects(tmp_path, kv):
-    assert resolve_format("out.npz") == resolve_format("out.w2v", "model") == "model"
+    assert resolve_format("out.npz") == resolve_format("out.w2v", "npz") == "npz"
+    assert resolve_format("out.w2v", "model") == "npz"  # its former name, still read
     assert resolve_format("v.txt.gz") == "text" and resolve_format("v.bin.bz2") == "binary"
     for name in ("v.w2v", "out"):  # issue 12.5: never a silent zip model
         with pytest.raises(OptionError, match="cannot tell the output format"):
