@@ -364,11 +364,15 @@ def test_save_load_continue_and_options(tmp_path, lee_path, options):
         Word2Vec(lee_path, **options, **{**settings, "layer_options": {"colour": 1}})
 
 
-def test_the_statistic_stops_where_the_reassignments_do(lee_path):
+@pytest.mark.parametrize("until", [None, 0.45])
+def test_the_statistic_stops_where_the_reassignments_do(lee_path, until):
     """Past ``reassign_until`` no re-assignment of the call reads q, so the binary form stops
     gathering it (issue 38): at its last re-assignment when the next hook point can only fall
     past that share, else at the first hook point past it; from there to the end of the call q
-    does not change; before it, it does."""
+    does not change; before it, it does, and every re-assignment reads a q gathered since the
+    one before. The default share, and 0.45, where the last re-assignment (61,781 words of
+    135,874) comes less than K after the one before (53,613): a switch that guessed the next
+    hook point as words done + K turned the statistic off there, a re-assignment early."""
     from semhuff.hooks import Hook
 
     class Watch(Hook):  # runs after the layer's own hooks, at every chunk boundary
@@ -380,16 +384,17 @@ def test_the_statistic_stops_where_the_reassignments_do(lee_path):
         def on_words(self, context):
             layer = context.layer
             self.seen.append((context.progress, context.words_done, layer.gathering,
-                              layer.organizer.q.copy()))
+                              layer.organizer.q.copy(), len(layer.organizer.history)))
 
+    share = {} if until is None else {"reassign_until": until}
     model = Word2Vec(loss="hs-self-organized", vector_size=12, min_count=5, epochs=3, workers=1,
                      seed=2, progress=False, chunk_words=5_000,
-                     layer_options=dict(clusters=20, reassign_every=10_000))
+                     layer_options=dict(clusters=20, reassign_every=10_000, **share))
     model.build_vocab(lee_path)
     watch = Watch()
     model.train(lee_path, hooks=[watch])
     until = model.layer.organizer.reassign_until
-    flags = [gathering for _, _, gathering, _ in watch.seen]
+    flags = [seen[2] for seen in watch.seen]
     off = flags.index(False)
     assert all(flags[:off]) and not any(flags[off:])
     past = next(i for i, seen in enumerate(watch.seen) if seen[0] > until)
@@ -397,6 +402,12 @@ def test_the_statistic_stops_where_the_reassignments_do(lee_path):
     assert off <= past and watch.seen[off][1] >= last
     np.testing.assert_array_equal(model.layer.organizer.q, watch.seen[off][3])
     assert not np.array_equal(watch.seen[0][3], watch.seen[off - 1][3])  # gathered before it
+    # the q each re-assignment read (a re-assignment does not change q)
+    read = [seen[3] for before, seen in zip([(0,) * 5] + watch.seen, watch.seen)
+            if seen[4] > before[4]]
+    assert len(read) == len(model.layer.organizer.history) >= 4
+    for k in range(1, len(read)):
+        assert not np.array_equal(read[k], read[k - 1]), f"re-assignment {k + 1}: a stale q"
 
 
 def test_self_organized_options_refused_for_fixed_trees(lee_path):
