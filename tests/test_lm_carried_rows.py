@@ -48,11 +48,61 @@ def test_carried_rows_equal_a_hand_computation():
     assert np.allclose(got.numpy(), want, rtol=1e-4, atol=1e-5)
 
 
-def test_a_reassignment_with_carried_rows_keeps_every_row_finite_and_none_zero():
-    counts = np.maximum((1e6 / np.arange(1, 81)).astype(np.int64), 1)
+def zipf_vocab(n=80):
     from semhuff.vocab import Vocab
-    vocab = Vocab([f"w{i}" for i in range(80)], counts, int(counts.sum()))
-    layer = make_output_layer("self-organized-binary", 6, vocab, reassign_every=3, seed=2)
+    counts = np.maximum((1e6 / np.arange(1, n + 1)).astype(np.int64), 1)
+    return Vocab([f"w{i}" for i in range(n)], counts, int(counts.sum()))
+
+
+def reassigned(new_rows):
+    """A binary self-organized layer over 80 words re-assigning at its third step: (the tree
+    and the weight just before, the layer after)."""
+    vocab = zipf_vocab()
+    layer = make_output_layer("self-organized-binary", 6, vocab, reassign_every=3, seed=2,
+                              new_rows=new_rows)
+    opt = torch.optim.Adagrad(layer.parameters(), lr=0.3)
+    g = torch.Generator().manual_seed(0)
+    for _ in range(3):
+        opt.zero_grad()
+        layer(torch.randn(64, 6, generator=g), torch.randint(0, 80, (64,), generator=g)) \
+            .loss.backward()
+        opt.step()
+        old, before = layer.body.tree, layer.body.weight.detach().clone()
+        info = layer.after_step(opt)
+    assert info is not None and layer.body.tree is not old
+    return old, before, layer
+
+
+def test_a_reassignments_new_rows_are_carried_from_the_old_tree_onto_the_new():
+    """The rows a re-assignment creates (zero with new_rows="zero"; the others are kept) are
+    the hand computation's from the old tree's rows and paths to the new tree's sides."""
+    old, before, layer = reassigned("carried")
+    _, _, zero = reassigned("zero")
+    fresh = (zero.body.weight == 0).all(1)
+    assert 0 < int(fresh.sum()) < len(fresh)
+    got = layer.body.weight.detach()
+    assert torch.equal(got[~fresh], zero.body.weight.detach()[~fresh])
+    want = naive_carried_rows(old, layer.body.tree, before.double().numpy(),
+                              layer.counts.numpy())
+    np.testing.assert_allclose(got[fresh].numpy(), want[fresh.numpy()], rtol=1e-4, atol=1e-5)
+
+
+def test_retree_carries_every_row_from_the_old_tree_onto_the_new():
+    vocab = zipf_vocab()
+    layer = make_output_layer("tree", 6, vocab)
+    g = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        layer.weight.copy_(torch.randn(layer.weight.shape, generator=g))
+    old, before = layer.tree, layer.weight.detach().double().numpy().copy()
+    cluster_of = np.random.default_rng(2).integers(0, 7, size=80)
+    new, _ = cluster_tree(cluster_of, vocab.counts, 7)
+    layer.retree(new, vocab.counts)
+    want = naive_carried_rows(old, new, before, vocab.counts)
+    np.testing.assert_allclose(layer.weight.detach().numpy(), want, rtol=1e-4, atol=1e-5)
+
+
+def test_a_reassignment_with_carried_rows_keeps_every_row_finite_and_none_zero():
+    layer = make_output_layer("self-organized-binary", 6, zipf_vocab(), reassign_every=3, seed=2)
     assert layer.new_rows == "carried"  # the default
     opt = torch.optim.Adagrad(layer.parameters(), lr=0.3)
     g = torch.Generator().manual_seed(0)
