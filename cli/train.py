@@ -29,7 +29,8 @@ from semhuff.trees.spec import check_tree_spec
 from semhuff.vectors_io import FORMATS, resolve_format
 from semhuff.wording import counted
 
-from .common import HelpFormatter, add_plugin_option, cli_main, console_script, resolve_corpus
+from .common import (HelpFormatter, add_deprecated_spelling, add_plugin_option, cli_main,
+                     console_script, deprecated_value, resolve_corpus)
 from .resume import continue_model, given_options
 from .scale import (add_scale_options, check_scale_options, checkpoint_kept, dask_training,
                     report_extra, resume_run, train_kwargs)
@@ -45,8 +46,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("corpus", nargs="+", help="text file(s) or directory; 'lee' = gensim's lee_background.cor")
     p.add_argument("-o", "--output", required=True, help="output file")
     p.add_argument("--format", default="auto", choices=("auto",) + FORMATS,
-                   help="output format; auto: .npz model, .kv gensim KeyedVectors, .txt/.vec "
-                        "word2vec text, .bin word2vec binary (any other name needs --format)")
+                   type=deprecated_value(PROG, "--format", "model", "npz"),
+                   help="output format; auto: .npz the full model, .kv gensim KeyedVectors, "
+                        ".txt/.vec word2vec text, .bin word2vec binary (any other name needs "
+                        "--format); gensim: gensim's whole Word2Vec (gensim loads and trains it)")
     p.add_argument("--save-model", metavar="PATH", help="also save the full model (.npz) to keep training later")
     p.add_argument("--init-model", metavar="PATH", help="continue training this saved model (its vocabulary and settings)")
     p.add_argument("--init-vectors", metavar="FILE",
@@ -89,7 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--epochs", "--iter", dest="epochs", type=int, default=5, help="passes over the corpus")
     g.add_argument("--alpha", type=float, default=0.025, help="initial learning rate")
     g.add_argument("--min-alpha", type=float, default=0.0001, help="final learning rate")
-    g.add_argument("--workers", "--threads", dest="workers", type=int, default=default_workers(),
+    g.add_argument("--workers", dest="workers", type=int, default=default_workers(),
                    help="training threads (more than the CPUs available: capped, with a "
                         "warning)")
     g.add_argument("--seed", type=int, default=1, help="random seed (workers=1: bit-reproducible)")
@@ -105,8 +108,13 @@ def build_parser() -> argparse.ArgumentParser:
                         "synchronous batches: the CuPy backend's form; docs/gpu.md)")
     g.add_argument("--device-blocks", dest="blocks", type=int, metavar="N",
                    default=argparse.SUPPRESS,
-                   help="--device cuda: the GPU grid (sentence form: 0 = one block a sentence, "
-                        "the default; N = N blocks, each walking every N-th sentence)")
+                   help="--device cuda: the GPU grid of a launch (sentence form: N blocks, each "
+                        "walking every N-th sentence, default 128; 0 = one block a sentence)")
+    g.add_argument("--device-updates", dest="updates", choices=("atomic", "plain"),
+                   default=argparse.SUPPRESS,
+                   help="--device cuda, sentence form: atomic adds (default: concurrent changes "
+                        "of a row all land) or plain stores (faster where rows collide; some "
+                        "changes are lost)")
     g.add_argument("--sentence-words", type=int, metavar="N", default=argparse.SUPPRESS,
                    help="--device cuda, sentence form: the longest sentence a block walks; "
                         "longer ones are cut (default 1000, word2vec.c's)")
@@ -117,6 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--batch-pairs", type=int, metavar="N", default=argparse.SUPPRESS,
                    help="--device cuda, batched form: (input, target) pairs per GPU batch "
                         "(default 8192; larger is faster, smaller closer to the CPU's quality)")
+    add_deprecated_spelling(p, "--threads", "--workers")
     add_plugin_option(p)
     add_scale_options(p)
     g = p.add_argument_group("output")
@@ -133,7 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # the --device cuda flags, by their device option's name (``gpu.device.CudaDevice``)
-DEVICE_OPTIONS = ("mode", "blocks", "sentence_words", "chunk_words", "batch_pairs")
+DEVICE_OPTIONS = ("mode", "blocks", "updates", "sentence_words", "chunk_words", "batch_pairs")
 
 
 def main(argv: Optional[List[str]] = None) -> int:

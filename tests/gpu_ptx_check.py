@@ -68,16 +68,19 @@ def main() -> int:
                      a[np.int8][2], i32[1], f32[2], a[np.uint32][1], i32[1], f32[1],
                      a[np.float64][2], a[np.uint32][1], b, numba.float64, numba.float64, i64, i64,
                      a[np.float64][1])
-    for sg, hs, negative, batched, top, saturate, mean in (
-            (True, True, 0, False, 0, False, True), (True, True, 0, False, 4, True, True),
-            (True, False, 5, False, 0, False, True), (True, False, 5, True, 0, False, True),
-            (True, True, 5, False, 4, False, True), (False, True, 0, False, 0, False, True),
-            (False, False, 5, False, 0, False, False), (False, True, 5, False, 0, False, True)):
+    for sg, hs, negative, batched, top, saturate, mean, atomic in (
+            (True, True, 0, False, 0, False, True, True), (True, True, 0, False, 4, True, True, True),
+            (True, True, 0, False, 4, False, True, False),
+            (True, False, 5, False, 0, False, True, True), (True, False, 5, True, 0, False, True, True),
+            (True, True, 5, False, 4, False, True, True), (False, True, 0, False, 0, False, True, True),
+            (False, False, 5, False, 0, False, False, False),
+            (False, True, 5, False, 0, False, True, True)):
         name = (f"sentence {'sg' if sg else 'cbow' + ('' if mean else '-sum')} "
                 f"{'hs' if hs else ''}{'+' if hs and negative else ''}{'ns' if negative else ''}"
                 f"{' batched' if batched else ''}{f' top {top}' if top else ''}"
-                f"{' saturate' if saturate else ''}")
-        kernel = sk.sentence_kernel(sg, 100, 5, mean, hs, top, saturate, negative, batched)
+                f"{' saturate' if saturate else ''}{'' if atomic else ' plain stores'}")
+        kernel = sk.sentence_kernel(sg, 100, 5, mean, hs, top, saturate, negative, batched,
+                                    atomic=atomic)
         kernels[name] = (kernel, sentence_args)
     failed = 0
     for name, (kernel, signature) in kernels.items():

@@ -93,12 +93,14 @@ def _cpu(case, tree, bounds=BOUNDS):
 
 
 def _device(case, tree, blocks=1, lanes=LANES, bounds=BOUNDS):
-    """The sentence kernel on the case, ``blocks`` blocks of ``lanes`` lanes."""
+    """The sentence kernel on the case, ``blocks`` blocks of ``lanes`` lanes; plain stores
+    where the case says so (else atomic adds)."""
     syn0, syn1, syn1neg = (cuda.to_device(a) for a in _weights())
     thr, idx = build_alias_table(COUNTS.astype(np.float64) ** 0.75)
     hs, neg = case["body"] in ("hs", "hs+ns"), NEG if case["body"] in ("ns", "hs+ns") else 0
     kernel = sk.sentence_kernel(case["sg"], D, W, case["mean"], hs, case["top"],
-                                case["saturate"], neg, case["batched"], lanes)
+                                case["saturate"], neg, case["batched"], lanes,
+                                not case["plain"])
     out = cuda.to_device(np.zeros(3))
     kernel[blocks, lanes](IDS, bounds, np.zeros_like(IDS), block_seeds(SEED, blocks), syn0, syn1,
                           tree.points, tree.codes, tree.lengths, syn1neg, thr, idx,
@@ -107,14 +109,16 @@ def _device(case, tree, blocks=1, lanes=LANES, bounds=BOUNDS):
             syn1neg.copy_to_host())
 
 
-def _case(body="hs", sg=True, top=0, mean=True, saturate=False, batched=False, tree="huffman"):
+def _case(body="hs", sg=True, top=0, mean=True, saturate=False, batched=False, tree="huffman",
+          plain=False):
     return dict(body=body, sg=sg, top=top, mean=mean, saturate=saturate, batched=batched,
-                tree=tree)
+                tree=tree, plain=plain)
 
 
 CASES = {
     "sg-hs-word2vec": _case(),
     "sg-hs-mixed-saturate": _case(top=4, saturate=True),
+    "sg-hs-mixed-plain-stores": _case(top=4, plain=True),
     "sg-hs-semhuff": _case(tree="semhuff"),
     "sg-hs-deep-tree": _case(tree="chain"),
     "cbow-hs-mean": _case(sg=False),
@@ -122,6 +126,7 @@ CASES = {
     "sg-ns-word2vec": _case(body="ns"),
     "sg-ns-batched": _case(body="ns", batched=True),
     "cbow-ns": _case(body="ns", sg=False),
+    "sg-ns-batched-plain-stores": _case(body="ns", batched=True, plain=True),
     "sg-hs+ns-mixed": _case(body="hs+ns", top=4),
     "cbow-hs+ns": _case(body="hs+ns", sg=False),
 }
@@ -175,7 +180,7 @@ def test_many_blocks_each_walk_their_own_sentences():
     results = []
     for blocks in (1, 3, 8):
         syn = [cuda.to_device(a) for a in _weights()]
-        kernel = sk.sentence_kernel(True, D, W, True, True, 0, False, 0, False, LANES)
+        kernel = sk.sentence_kernel(True, D, W, True, True, 0, False, 0, False, LANES, True)
         out = cuda.to_device(np.zeros(3))
         kernel[blocks, LANES](IDS, BOUNDS, np.zeros_like(IDS), block_seeds(SEED, blocks),
                               syn[0], syn[1], tree.points, tree.codes, tree.lengths, syn[2],
@@ -266,7 +271,9 @@ def test_device_chunks_are_large_and_sentences_cut(eight_lanes):
 
 def test_device_modes_and_their_settings(eight_lanes):
     device = make_device("cuda", "numba")
-    assert (device.mode, device.sentence_words, device.chunk_words) == ("sentence", 1000, 0)
+    assert (device.mode, device.blocks, device.updates, device.sentence_words,
+            device.chunk_words) == ("sentence", 128, "atomic", 1000, 0)
+    assert make_device("cuda", "numba", mode="batched").blocks == 0  # 32 per multiprocessor
     assert make_device("cuda", "numba", mode="batched").mode == "batched"
     with pytest.raises(OptionError, match="batch_pairs is a setting of the batched form"):
         make_device("cuda", "numba", batch_pairs=512)
@@ -276,6 +283,10 @@ def test_device_modes_and_their_settings(eight_lanes):
         make_device("cuda", "numba", mode="pairs")
     with pytest.raises(OptionError, match="sentence_words must be an integer >= 1"):
         make_device("cuda", "numba", sentence_words=0)
+    with pytest.raises(OptionError, match="updates must be one of atomic, plain"):
+        make_device("cuda", "numba", updates="fast")
+    with pytest.raises(OptionError, match="updates is a setting of the sentence form"):
+        make_device("cuda", "numba", mode="batched", updates="plain")
     with pytest.raises(OptionError, match="numba backend only"):
         make_device("cuda", "cupy", mode="sentence")
 

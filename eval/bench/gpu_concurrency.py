@@ -95,7 +95,8 @@ def _apply(rows, change, writers, touched, n_touched, merge):
 
 @numba.njit(cache=True, nogil=True)
 def emulate_chunk(ids, bounds, syn0, syn1, points, codes, lengths, keep_thr, window, alpha0,
-                  min_alpha, words_before, total_words, seeds, whole_sentences, merge, top):
+                  min_alpha, words_before, total_words, seeds, whole_sentences, merge, merge_in,
+                  top):
     """One chunk trained by ``len(seeds)`` blocks in lock step (the module's docstring).
     Returns (summed nll, predictions, words kept)."""
     D = DIM
@@ -187,11 +188,11 @@ def emulate_chunk(ids, bounds, syn0, syn1, points, codes, lengths, keep_thr, win
                     break
             if not sequential:
                 n_touched0 = _merge(syn0, saved0, n_saved0, orig0, change0, writers0, touched0,
-                                    n_touched0, marked0, step, merge)
+                                    n_touched0, marked0, step, merge_in)
                 n_touched1 = _merge(syn1, saved1, n_saved1, orig1, change1, writers1, touched1,
                                     n_touched1, marked1, step, merge)
         if not sequential:
-            _apply(syn0, change0, writers0, touched0, n_touched0, merge)
+            _apply(syn0, change0, writers0, touched0, n_touched0, merge_in)
             _apply(syn1, change1, writers1, touched1, n_touched1, merge)
         step += 1
     return loss, pairs, trained
@@ -204,9 +205,10 @@ class EmulatedDevice:
     kind = "cpu"
     backends = ()
 
-    def __init__(self, backend=None, in_flight=1, unit="centre", merge="sum", top=0,
-                 sentence_words=MAX_SENTENCE_WORDS):
-        self.options = dict(in_flight=int(in_flight), unit=unit, merge=merge, top=int(top),
+    def __init__(self, backend=None, in_flight=1, unit="centre", merge="sum", merge_in=None,
+                 top=0, sentence_words=MAX_SENTENCE_WORDS):
+        self.options = dict(in_flight=int(in_flight), unit=unit, merge=merge,
+                            merge_in=merge_in or merge, top=int(top),
                             sentence_words=int(sentence_words))
 
     def open(self, syn0, layer, workers):
@@ -216,11 +218,12 @@ class EmulatedDevice:
 class EmulatedSession:
     concurrency = 1
 
-    def __init__(self, syn0, layer, in_flight, unit, merge, top, sentence_words):
+    def __init__(self, syn0, layer, in_flight, unit, merge, merge_in, top, sentence_words):
         if syn0.shape[1] != DIM:
             raise ValueError(f"the emulation is compiled for dim {DIM}")
         self.syn0, self.layer = syn0, layer
-        self.in_flight, self.whole, self.merge = in_flight, unit == "sentence", MERGES.index(merge)
+        self.in_flight, self.whole = in_flight, unit == "sentence"
+        self.merge, self.merge_in = MERGES.index(merge), MERGES.index(merge_in)
         self.top, self.sentence_words = top, sentence_words
         self._scorer = None
 
@@ -236,7 +239,7 @@ class EmulatedSession:
         return emulate_chunk(chunk.ids, bounds, self.syn0, self.layer.weights, points, codes,
                              lengths, plan.keep_thr, plan.window, s.alpha, s.min_alpha,
                              words_before, s.total_words, block_seeds(seed, self.in_flight),
-                             self.whole, self.merge, self.top)
+                             self.whole, self.merge, self.merge_in, self.top)
 
     def score_chunk(self, plan, chunk, part=0):
         if self._scorer is None:
@@ -292,6 +295,8 @@ def main(argv=None) -> int:
     p.add_argument("--in-flight", type=int, nargs="+", default=[1, 1000, 10_000, 100_000])
     p.add_argument("--unit", choices=UNITS, nargs="+", default=["centre"])
     p.add_argument("--merge", choices=MERGES, nargs="+", default=["sum", "last"])
+    p.add_argument("--merge-in", choices=MERGES, help="the input vectors' merge, if not "
+                   "--merge's (which then applies to the output rows only)")
     p.add_argument("--top", type=int, default=0, help="HS levels deferred to a centre's end "
                    "(0: word2vec's order; the CPU's default mixed order is 4)")
     p.add_argument("--sentence-words", type=int, default=MAX_SENTENCE_WORDS)
@@ -307,7 +312,7 @@ def main(argv=None) -> int:
         print(f"{tokens:,} tokens; sentences of at most {args.sentence_words} words", flush=True)
         for epochs in args.epochs:
             runs = [] if args.no_cpu else [None]
-            runs += [dict(in_flight=k, unit=u, merge=m, top=args.top,
+            runs += [dict(in_flight=k, unit=u, merge=m, merge_in=args.merge_in or m, top=args.top,
                           sentence_words=args.sentence_words)
                      for k in args.in_flight for u in args.unit for m in args.merge
                      if not (k == 1 and m == "last")]  # one block: nothing to merge

@@ -70,11 +70,15 @@ MODES = ("sentence", "batched")
 class CudaDevice:
     """``make_device("cuda", backend, mode=, ...)``. Two forms (docs/gpu.md):
 
-    * ``mode="sentence"`` (the default with numba): one block a sentence, word2vec's order
-      (``sentence_session``); ``sentence_words`` the longest sentence a block walks (longer ones
-      are cut: word2vec.c's 1,000 by default), ``chunk_words`` the fewest raw words a launch
-      takes (``sentence_session.DEFAULT_CHUNK_WORDS``), ``blocks`` the grid (0: one block a
-      sentence; N: N blocks, each walking every N-th sentence);
+    * ``mode="sentence"`` (the default with numba): a block walks a sentence in word2vec's
+      order (``sentence_session``); ``blocks`` the grid of a launch (N blocks, each walking
+      every N-th sentence; 0: one block a sentence; default ``DEFAULT_BLOCKS``: with two
+      launches in flight, 256 sentences at once, the most the concurrency estimate found safe,
+      docs/gpu.md), ``updates`` "atomic" (the default: every block's change of a row lands) or
+      "plain" (read-modify-write: concurrent changes may be lost), ``sentence_words`` the
+      longest sentence a block walks (longer ones are cut: word2vec.c's 1,000 by default),
+      ``chunk_words`` the fewest raw words a launch takes
+      (``sentence_session.DEFAULT_CHUNK_WORDS``);
     * ``mode="batched"`` (the only form of the CuPy backend): pairs made on the CPU, trained in
       synchronous batches of ``batch_pairs`` (p-tHSM); ``damping`` the stale-sum damping of
       rows many pairs of a batch touch (off only for experiments: large batches diverge without
@@ -87,12 +91,15 @@ class CudaDevice:
     modes = MODES
     score_on = "cpu"  # held-out scoring (exact float64) runs on the CPU, after to_host()
     DEFAULT_BATCH_PAIRS = 8192
-    _MODE_OPTIONS = {"sentence": ("sentence_words", "chunk_words"),
+    DEFAULT_BLOCKS = 128
+    UPDATES = ("atomic", "plain")
+    _MODE_OPTIONS = {"sentence": ("sentence_words", "chunk_words", "updates"),
                      "batched": ("batch_pairs", "damping")}
 
     def __init__(self, backend=None, mode: Optional[str] = None, batch_pairs: Optional[int] = None,
                  damping: Optional[bool] = None, blocks: Optional[int] = None,
-                 sentence_words: Optional[int] = None, chunk_words: Optional[int] = None):
+                 sentence_words: Optional[int] = None, chunk_words: Optional[int] = None,
+                 updates: Optional[str] = None):
         given_object = not (backend is None or isinstance(backend, str))
         name = backend.name if given_object else (backend or "numba")
         if not given_object and name not in BACKENDS:
@@ -105,7 +112,7 @@ class CudaDevice:
         if mode == "sentence" and name != "numba":
             raise OptionError("the sentence-per-block form runs on the numba backend only; the "
                               "CuPy backend trains the batched form (device mode 'batched')")
-        given = {"batch_pairs": batch_pairs, "damping": damping,
+        given = {"batch_pairs": batch_pairs, "damping": damping, "updates": updates,
                  "sentence_words": sentence_words, "chunk_words": chunk_words}
         for other, names in self._MODE_OPTIONS.items():
             for option in names:
@@ -118,7 +125,11 @@ class CudaDevice:
         if not isinstance(damping, (bool, np.bool_)):
             raise OptionError(f"damping must be true or false, got {damping!r}")
         self.damping = bool(damping)
-        self.blocks = _positive("blocks", blocks, 0, zero_ok=True)
+        self.blocks = _positive("blocks", blocks, self.DEFAULT_BLOCKS if mode == "sentence" else 0,
+                                zero_ok=True)
+        self.updates = updates or "atomic"
+        if self.updates not in self.UPDATES:
+            raise OptionError(f"updates must be one of {', '.join(self.UPDATES)}, got {updates!r}")
         self.sentence_words = _positive("sentence_words", sentence_words, MAX_SENTENCE_WORDS)
         self.chunk_words = _positive("chunk_words", chunk_words, 0, zero_ok=True)
         # a backend object: the tests' host twin of the batched form

@@ -118,7 +118,7 @@ def _binary_gradient(s, label, alpha, saturate, sig, nllt):
 @functools.lru_cache(maxsize=None)
 def sentence_kernel(sg: bool, dim: int, window: int, cbow_mean: bool = True, hs: bool = True,
                     top: int = 0, saturate: bool = False, negative: int = 0,
-                    ns_batched: bool = False, lanes: int = WARP):
+                    ns_batched: bool = False, lanes: int = WARP, atomic: bool = True):
     """The training kernel for one configuration (each a compile-time constant):
     ``kernel[G, lanes](ids, bounds, kept, seeds, syn0, syn1, points, codes, lengths, syn1neg,
     alias_thr, alias_idx, sig, nllt, keep_thr, reduce, alpha0, min_alpha, words_before,
@@ -129,7 +129,9 @@ def sentence_kernel(sg: bool, dim: int, window: int, cbow_mean: bool = True, hs:
     ``lanes``: the threads of a block, launched as ``kernel[G, lanes]``: a warp on a GPU; the
     simulator tests run most configurations at 8 (4x fewer Python threads) and one at 32. A
     block scores up to ``lanes`` outputs at once (``NODES``), so it takes ``negative + 2``
-    and, for NS's batched order, ``2 * window`` of at most ``lanes``."""
+    and, for NS's batched order, ``2 * window`` of at most ``lanes``. ``atomic``: every update
+    of a shared row an atomic add (two blocks' changes of one row both land); else a plain
+    read-modify-write (cusim's, word2vec.c's threads': of two at once, one may be lost)."""
     SG, D, W, NEG, LANES = bool(sg), int(dim), int(window), int(negative), int(lanes)
     NODES = LANES                          # scores computed at once: one lane sums each
     if not 1 <= top + 1 <= MAX_DEFERRED + 1:
@@ -137,6 +139,7 @@ def sentence_kernel(sg: bool, dim: int, window: int, cbow_mean: bool = True, hs:
     if not (hs or NEG):
         raise ValueError("a sentence kernel needs hierarchical softmax or negative sampling")
     HS, TOP, SAT, MEAN = bool(hs), int(top) if sg else 0, bool(saturate), bool(cbow_mean) or SG
+    ATOMIC = bool(atomic)
     BATCHED = bool(ns_batched) and SG and NEG > 0 and not HS  # HS+NS: NS in word2vec's order
     if NEG + 2 > LANES:
         raise ValueError(f"negative {NEG}: a block of {LANES} lanes scores at most "
@@ -152,6 +155,22 @@ def sentence_kernel(sg: bool, dim: int, window: int, cbow_mean: bool = True, hs:
     ROWS = NODES + 1                       # partial sums' rows: NS's |h|^2 one more
     GRADS = 2 * NODES + 2                  # gradients, and NS's whole dot products
     # (shared shapes must be constants here: computed in the kernel they fail to type on a GPU)
+
+    @cuda.jit(device=True)
+    def add(rows, i, d, value):
+        """``rows[i, d] += value``: atomically, or a plain read-modify-write."""
+        if ATOMIC:
+            cuda.atomic.add(rows, (i, d), value)
+        else:
+            rows[i, d] += value
+
+    @cuda.jit(device=True)
+    def update(rows, i, d, old, value):
+        """``rows[i, d]`` (read as ``old``) += ``value``."""
+        if ATOMIC:
+            cuda.atomic.add(rows, (i, d), value)
+        else:
+            rows[i, d] = old + value
 
     @cuda.jit(device=True)
     def draw_noise(state, alias_thr, alias_idx):
@@ -201,7 +220,7 @@ def sentence_kernel(sg: bool, dim: int, window: int, cbow_mean: bool = True, hs:
                         if level < top:
                             deferred[level, e] += g * h[e]
                         else:
-                            syn1[node, d] = r + g * h[e]
+                            update(syn1, node, d, r, g * h[e])
         return loss
 
     @cuda.jit(device=True)
@@ -254,7 +273,7 @@ def sentence_kernel(sg: bool, dim: int, window: int, cbow_mean: bool = True, hs:
                 if d < D:
                     r = syn1neg[target, d]
                     err[e] += g * r
-                    syn1neg[target, d] = r + g * h[e]
+                    update(syn1neg, target, d, r, g * h[e])
         return loss
 
     @cuda.jit(device=True)
@@ -296,12 +315,12 @@ def sentence_kernel(sg: bool, dim: int, window: int, cbow_mean: bool = True, hs:
                         g = gsh[j]
                         neu[j, e] += g * r
                         total += g * syn0[ctx[j], d]
-                    syn1neg[target, d] = r + total
+                    update(syn1neg, target, d, r, total)
         for j in range(k):
             for e in range(KD):
                 d = lane + LANES * e
                 if d < D:
-                    syn0[ctx[j], d] += neu[j, e]
+                    add(syn0, ctx[j], d, neu[j, e])
         return loss
 
     @cuda.jit
@@ -371,13 +390,13 @@ def sentence_kernel(sg: bool, dim: int, window: int, cbow_mean: bool = True, hs:
                             for e in range(KD):
                                 d = lane + LANES * e
                                 if d < D:
-                                    syn0[r, d] += err[e]
+                                    add(syn0, r, d, err[e])
                         for i in range(top):
                             node = points[w, i]
                             for e in range(KD):
                                 d = lane + LANES * e
                                 if d < D:
-                                    syn1[node, d] += deferred[i, e]
+                                    add(syn1, node, d, deferred[i, e])
                         if NEG:  # HS + NS: the NS step after the HS step (gensim's order)
                             for t in range(k * NEG):
                                 noise[t], state = draw_noise(state, alias_thr, alias_idx)
@@ -397,7 +416,7 @@ def sentence_kernel(sg: bool, dim: int, window: int, cbow_mean: bool = True, hs:
                             for e in range(KD):
                                 d = lane + LANES * e
                                 if d < D:
-                                    syn0[r, d] += err[e]
+                                    add(syn0, r, d, err[e])
                     pairs += k
                 elif k > 0:  # CBOW: the contexts' mean (or sum) predicts w
                     inv = f32(1.0 / k)
@@ -424,7 +443,7 @@ def sentence_kernel(sg: bool, dim: int, window: int, cbow_mean: bool = True, hs:
                         if d < D:
                             share = err[e] if MEAN else err[e] * inv
                             for j in range(k):
-                                syn0[ctx[j], d] += share
+                                add(syn0, ctx[j], d, share)
                     pairs += 1
         cuda.atomic.add(out, 0, loss)
         if lane == 0:

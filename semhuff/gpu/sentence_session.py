@@ -87,7 +87,8 @@ class SentenceSession:
         self.lanes = int(self.lanes or os.environ.get("SEMHUFF_GPU_LANES", 0)
                          or sentence_kernels.WARP)
         self.syn0, self.layer = syn0, layer
-        self.blocks = int(device.blocks)            # 0: one block a sentence
+        self.blocks = int(device.blocks)            # a launch's grid (0: one block a sentence)
+        self.atomic = device.updates == "atomic"
         self.sentence_words = int(device.sentence_words)
         self.chunk_words = int(device.chunk_words or DEFAULT_CHUNK_WORDS)
         self.concurrency = 2                        # chunks launched and waited on at once
@@ -135,7 +136,7 @@ class SentenceSession:
             return self._kernels.sentence_kernel(
                 bool(plan.sg), self.syn0.shape[1], int(plan.window), bool(plan.cbow_mean),
                 b.hs is not None, int(b.top), bool(b.saturate), b.negative, bool(b.ns_batched),
-                self.lanes)
+                self.lanes, self.atomic)
         except ValueError as exc:
             raise DeviceError(f"{self.layer.describe()}: {exc}") from None
 
