@@ -12,6 +12,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from typing import Callable, List, Optional
 
 from semhuff.errors import SemhuffError
@@ -144,6 +145,59 @@ def add_plugin_option(parser: argparse.ArgumentParser) -> None:
                              "or devices); repeatable")
 
 
+class _DeprecatedSpelling(argparse.Action):
+    """An old spelling of an option, hidden from --help: it does what the new one does after a
+    one-line note on stderr (issue 48: one vocabulary of flag names across the scripts)."""
+
+    def __init__(self, option_strings, dest, target: argparse.Action, new: str, **kwargs):
+        super().__init__(option_strings, dest=target.dest, nargs=target.nargs,
+                         const=target.const, default=argparse.SUPPRESS, type=target.type,
+                         choices=target.choices, help=argparse.SUPPRESS, metavar=target.metavar)
+        self.target, self.new = target, new
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        deprecation_note(f"{parser.prog}: note: {option_string} is now {self.new} (the old "
+                         f"spelling still works, for now)")
+        self.target(parser, namespace, values, option_string)
+
+
+_NOTES_GIVEN: set = set()  # a command line parsed twice (semhuff-train's given options) notes once
+
+
+def deprecation_note(line: str) -> None:
+    if line not in _NOTES_GIVEN:
+        _NOTES_GIVEN.add(line)
+        print(line, file=sys.stderr)
+
+
+def new_command_line() -> None:
+    """A new command line is parsed: its deprecation notes are said again."""
+    _NOTES_GIVEN.clear()
+
+
+def add_deprecated_spelling(parser: argparse.ArgumentParser, old: str, new: str,
+                            container=None, target: Optional[argparse.Action] = None) -> None:
+    """``old`` does what ``parser``'s option ``new`` does, hidden from --help, with a note saying
+    ``new`` when used; ``container``: the group to add it to (a mutually exclusive one);
+    ``target``: the action to run instead of ``new``'s (a positional's, say)."""
+    target = target or parser._option_string_actions[new]
+    (container or parser).add_argument(old, action=_DeprecatedSpelling, target=target, new=new)
+
+
+def deprecated_value(prog: str, flag: str, old: str, new: str,
+                     parse: Callable[[str], object] = str):
+    """An argparse ``type`` that reads ``old`` as ``new`` (a renamed choice, such as ``--format
+    model`` now ``npz``), with a one-line note on stderr, and any other value with ``parse``."""
+    def read(text: str):
+        if text == old:
+            deprecation_note(f"{prog}: note: {flag} {old} is now {flag} {new} (the old name "
+                             f"still works, for now)")
+            return parse(new)
+        return parse(text)
+    read.__name__ = getattr(parse, "__name__", "value")
+    return read
+
+
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
     """Each option's default shown once (issue 23: "(default 1,000,000) (default: None)"): not
     added when the help already says it, nor for an option without one (None), a flag
@@ -193,10 +247,26 @@ def cli_main(prog: str, build_parser: Callable[[], argparse.ArgumentParser],
     """A console entry point: plugins, arguments, logging (``-v``/``-q``), then ``body(args)``
     under ``run_cli``'s error handling (``interrupted(args)``: its note after Ctrl-C)."""
     import_plugins(argv if argv is not None else sys.argv[1:])
+    new_command_line()
     args = short_errors(build_parser()).parse_args(argv)
     setup_logging(args.verbose - args.quiet)
     return run_cli(prog, lambda: body(args),
                    None if interrupted is None else lambda: interrupted(args))
+
+
+def checkpoint_note(path: Optional[str], started: float, continue_with: str,
+                    first_comes: str) -> str:
+    """What the line after Ctrl-C / SIGTERM adds about a run's checkpoint (issue 48: it named
+    none): the one kept and ``continue_with`` (how to continue), or that none was written yet
+    (``first_comes``: when the first would have been); ``started``: the run's ``time.time()``."""
+    if not path:
+        return ""
+    if not os.path.exists(path):
+        return f"; no checkpoint had been written yet (the first comes {first_comes})"
+    written = os.path.getmtime(path)
+    when = (f"written {time.time() - written:,.0f} s ago" if written >= started
+            else "as it was before this run")
+    return f"; kept checkpoint {path} ({when}): continue with {continue_with}"
 
 
 # corpora named on the command line that ship with a dependency (no download)

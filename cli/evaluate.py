@@ -8,7 +8,7 @@ named after the file's stem, or its file name when two stems are equal. The tabl
 stdout, one column per model. Exit status: 0 on success; 1 when a task failed on a model (it
 raised, or gave a value its metric cannot take), when a data set asked for by name was skipped
 (``--tasks``, ``--similarity-sets``, ``--pos-corpora`` given, or a file option such as
-``--analogy``), or when nothing could be evaluated; 2 on bad options or when a vectors file
+``--analogy-file``), or when nothing could be evaluated; 2 on bad options or when a vectors file
 cannot be loaded or holds non-finite vectors (the other models are still evaluated and
 reported). A default data set that is not there is skipped: a ``SKIPPED`` line under the table
 says why and where the data folder was looked for (semhuff.data_paths), and the exit status stays 0.
@@ -41,8 +41,10 @@ from semhuff.eval import EVALUATION_TASKS, SuiteConfig, VectorsError, dump_json,
 from semhuff.eval.tasks import add_task_flags, choice_list, non_negative_int, task_names, unused_flags
 from semhuff.eval.vectors import DEFAULT_RESTRICT_VOCAB, default_names
 from semhuff.io_utils import atomic_output, check_writable
+from semhuff.vectors_io import READ_FORMATS
 
-from .common import console_script, import_plugins, run_cli
+from .common import (add_deprecated_spelling, console_script, deprecated_value, import_plugins,
+                     new_command_line, run_cli)
 
 PROG = "semhuff-eval"
 
@@ -64,7 +66,8 @@ def build_parser() -> argparse.ArgumentParser:
                 "synonym MR/MRR (SemHuff paper 4.1) and POS tagging (4.3); one column per model.")
     p.add_argument("vectors", nargs="*", metavar="VECTORS",
                    help="vectors file (word2vec text/binary, gensim .kv, semhuff .npz) or NAME=PATH")
-    p.add_argument("--format", default="auto", choices=["auto", "text", "binary", "kv", "npz"],
+    p.add_argument("--format", default="auto", choices=READ_FORMATS,
+                   type=deprecated_value(PROG, "--format", "model", "npz"),
                    help="vectors file format (default: from the name and content)")
     p.add_argument("--tasks", type=choice_list(tasks),
                    help=f"comma-separated, or 'all' (default): {','.join(tasks)}; a task named "
@@ -88,7 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--restrict-vocab", type=non_negative_int, default=DEFAULT_RESTRICT_VOCAB,
                    help=f"use only the first N (most frequent) words; 0 = all (default {DEFAULT_RESTRICT_VOCAB})")
     g.add_argument("--case-sensitive", action="store_true", help="do not fold case (gensim folds by default)")
-    p.add_argument("--threads", type=non_negative_int, default=1,
+    p.add_argument("--workers", type=non_negative_int, default=1,
                    help="BLAS threads; 0 = the library default (all cores). Default 1: predictable on shared machines")
     g = p.add_argument_group("output")
     g.add_argument("--json", type=Path, help="write the full report as JSON")
@@ -97,6 +100,10 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("-q", "--quiet", action="store_true",
                    help="nothing on stderr but errors: no progress bar, warnings or timing")
     g.add_argument("-v", "--verbose", action="store_true", help="log each step")
+    # former spellings (issue 48: one vocabulary across the console scripts)
+    add_deprecated_spelling(p, "--threads", "--workers")
+    if "--analogy-file" in p._option_string_actions:
+        add_deprecated_spelling(p, "--analogy", "--analogy-file")
     return p
 
 
@@ -154,6 +161,7 @@ def main(argv=None) -> int:
     except SystemExit as exc:  # the plugin cannot be imported: said in one line
         return exc.code
     try:
+        new_command_line()
         args = build_parser().parse_args(argv)
         if args.check_data:
             return _check_data(args)
@@ -213,7 +221,7 @@ def _evaluate(args, config) -> int:
     if not models:
         return 2
 
-    report = run_suite(models, config, progress=_progress(args.quiet), threads=args.threads)
+    report = run_suite(models, config, progress=_progress(args.quiet), threads=args.workers)
     sys.stdout.write(format_text(report))
     if not args.quiet:
         print(f"\nevaluated {len(models)} model(s) in {report.seconds:.1f} s", file=sys.stderr)

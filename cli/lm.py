@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from typing import List, Optional
 
 from semhuff.errors import OptionError
@@ -21,7 +22,8 @@ from semhuff.memory import keep_large_blocks
 from semhuff.options import add_option_flags, parse_assignments, refuse_unused_flags
 from semhuff.trees.spec import check_tree_spec
 
-from .common import HelpFormatter, add_plugin_option, cli_main, console_script, resolve_corpus
+from .common import (HelpFormatter, add_deprecated_spelling, add_plugin_option, checkpoint_note,
+                     cli_main, console_script, deprecation_note, resolve_corpus)
 
 PROG = "semhuff-lm"
 
@@ -57,16 +59,18 @@ def build_parser() -> argparse.ArgumentParser:
                         "counted on them)")
     g.add_argument("--heldout-tokens", type=int, metavar="N", help="score the first N held-out tokens only")
     g = p.add_argument_group("output layer")
-    g.add_argument("--output", choices=sorted(layers) if registries else None, default="tree",
-                   help="tree: hierarchical softmax over --tree; class: two-level over "
+    g.add_argument("--loss", dest="output", choices=sorted(layers) if registries else None,
+                   default="tree",
+                   help="the output layer, as semhuff-train's --loss: tree: hierarchical "
+                        "softmax over --tree; class: two-level over "
                         "--clustering; self-organized(-binary): clusters re-learned every "
                         "--reassign-every steps (Shen et al.); adaptive: PyTorch's "
                         "AdaptiveLogSoftmaxWithLoss; full: the full softmax; or one a --plugin "
                         "registered (default: tree)")
-    layer_group = g = p.add_argument_group("output layer options (each names the --output "
+    layer_group = g = p.add_argument_group("output layer options (each names the --loss "
                                            "values that take it; any other is an error)")
     g.add_argument("--layer-option", action="append", default=[], metavar="NAME=VALUE",
-                   help="any option the chosen --output declares, e.g. a --plugin layer's "
+                   help="any option the chosen --loss declares, e.g. a --plugin layer's "
                         "(repeatable)")
     g = p.add_argument_group("model and training (the paper's defaults where they fit)")
     g.add_argument("--emb", type=int, default=256, help="embedding size (default 256)")
@@ -82,11 +86,12 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--epochs", type=int, default=1, help="passes over the training text (default 1)")
     g.add_argument("--lr", type=float, default=0.1, help="Adagrad's learning rate (default 0.1)")
     g.add_argument("--retree-every", type=int, default=0, metavar="EPOCHS",
-                   help="--output tree: after every EPOCHS epochs, re-build the tree as a SemHuff "
+                   help="--loss tree: after every EPOCHS epochs, re-build the tree as a SemHuff "
                         "tree over the network's own input embeddings, the rows carried over "
                         "(default 0: never)")
     g.add_argument("--clip", type=float, default=0.25, help="gradient norm clip (default 0.25)")
-    g.add_argument("--threads", type=int, help="PyTorch's threads (default: its own)")
+    g.add_argument("--workers", dest="threads", type=int,
+                   help="PyTorch's threads (default: its own)")
     g.add_argument("--seed", type=int, default=1)
     g = p.add_argument_group("device and long runs")
     g.add_argument("--device", default="cpu", metavar="cpu|cuda|cuda:N",
@@ -102,7 +107,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="continue the run in --checkpoint (the same corpus and settings)")
     add_plugin_option(p)
     g = p.add_argument_group("output")
-    g.add_argument("-o", "--output-model", metavar="PATH", help="save the trained model (.pt)")
+    g.add_argument("-o", "--output", dest="output_model", metavar="PATH",
+                   action=_OutputFileOrLayer, layers=tuple(layers),
+                   help="save the trained model (.pt)")
     g.add_argument("--report", metavar="PATH", help="write the run's report as JSON")
     g.add_argument("--no-progress", action="store_true", help="no progress bar")
     g.add_argument("-q", "--quiet", action="count", default=0, help="no summary")
@@ -113,7 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
     flags = [option for option, _ in declared.values()
              if option.cli and option.cli_flag not in taken]
     add_option_flags(layer_group, flags, {name: ", ".join(users) for name, (_, users) in
-                                          declared.items()}, selector="--output")
+                                          declared.items()}, selector="--loss")
     taken = set(p._option_string_actions)
     arch_flags = [option for option, _ in network_declared.values()
                   if option.cli and option.cli_flag not in taken]
@@ -121,7 +128,29 @@ def build_parser() -> argparse.ArgumentParser:
                                               network_declared.items()}, selector="--arch")
     p.set_defaults(layer_flags=tuple(option.name for option in flags),
                    network_flags=tuple(option.name for option in arch_flags))
+    add_deprecated_spelling(p, "--threads", "--workers")
+    add_deprecated_spelling(p, "--output-model", "-o/--output",
+                            target=p._option_string_actions["--output"])
     return p
+
+
+class _OutputFileOrLayer(argparse.Action):
+    """``-o/--output PATH``: the model file, as every script's ``-o/--output`` is its output.
+    ``--output NAME`` with a layer's name is the former spelling of ``--loss NAME`` (semhuff-lm
+    had ``--output`` for the layer, issue 48): taken so, with a note."""
+
+    def __init__(self, option_strings, dest, layers=(), **kwargs):
+        super().__init__(option_strings, dest, **kwargs)
+        self.layers = layers
+
+    def __call__(self, parser, namespace, value, option_string=None):
+        if option_string == "--output" and value in self.layers:
+            deprecation_note(f"{parser.prog}: note: --output {value} is now --loss {value} "
+                             f"(-o/--output is the model file, as in semhuff-train; the old "
+                             f"spelling still works, for now)")
+            namespace.output = value
+            return
+        setattr(namespace, self.dest, value)
 
 
 def layer_settings(args) -> dict:
@@ -131,8 +160,8 @@ def layer_settings(args) -> dict:
     declared = layer_options(lm_layer_class(args.output))
     flagged = {name: getattr(args, name) for name in args.layer_flags
                if hasattr(args, name)}  # (absent unless given)
-    refuse_unused_flags(flagged, declared_lm_layer_options(), declared, f"--output {args.output}")
-    return {**flagged, **parse_assignments(args.layer_option, declared, f"--output {args.output}")}
+    refuse_unused_flags(flagged, declared_lm_layer_options(), declared, f"--loss {args.output}")
+    return {**flagged, **parse_assignments(args.layer_option, declared, f"--loss {args.output}")}
 
 
 def network_settings(args) -> dict:
@@ -160,15 +189,19 @@ def build_score_parser() -> argparse.ArgumentParser:
     p.add_argument("text", nargs="+", help="text file(s) or directory; 'lee' = gensim's lee_background.cor")
     p.add_argument("--max-tokens", type=int, metavar="N",
                    help="score the first N tokens only (the run's --heldout-tokens)")
-    p.add_argument("--batch", type=int, metavar="N", help="rows scored in parallel (default: the "
+    p.add_argument("--batch-size", dest="batch", type=int, metavar="N",
+                   help="rows scored in parallel (default: the "
                    "run's)")
     p.add_argument("--bptt", type=int, metavar="N", help="steps a row is read in (default: the run's)")
     p.add_argument("--device", default="cpu", metavar="cpu|cuda|cuda:N")
-    p.add_argument("--threads", type=int, help="PyTorch's threads (default: its own)")
+    p.add_argument("--workers", dest="threads", type=int,
+                   help="PyTorch's threads (default: its own)")
     p.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
     add_plugin_option(p)
     p.add_argument("-q", "--quiet", action="count", default=0, help="only errors")
     p.add_argument("-v", "--verbose", action="count", default=0, help="log each step")
+    add_deprecated_spelling(p, "--threads", "--workers")
+    add_deprecated_spelling(p, "--batch", "--batch-size")
     return p
 
 
@@ -197,7 +230,11 @@ def main(argv: Optional[List[str]] = None) -> int:
         return cli_main(f"{PROG} score", build_score_parser, _score, argv[1:])
     if argv and argv[0] == "sample":
         return cli_main(f"{PROG} sample", build_sample_parser, _sample, argv[1:])
-    return cli_main(PROG, build_parser, _run, argv)
+    started = time.time()
+    return cli_main(PROG, build_parser, _run, argv, interrupted=lambda args: checkpoint_note(
+        args.checkpoint, started, "the same command and --resume",
+        "at the epoch's end" + (f" or after {args.checkpoint_every:,} steps"
+                                if args.checkpoint_every else "")))
 
 
 def _needs_torch() -> None:
@@ -213,10 +250,11 @@ def _score(args) -> int:
     from semhuff.lm.trainer import load_model
     if args.json:
         check_writable(args.json)
-    for name in ("max_tokens", "batch", "bptt", "threads"):
+    for name, flag in (("max_tokens", "--max-tokens"), ("batch", "--batch-size"),
+                       ("bptt", "--bptt"), ("threads", "--workers")):
         value = getattr(args, name)
         if value is not None and value < 1:
-            raise OptionError(f"--{name.replace('_', '-')} must be >= 1, got {value}")
+            raise OptionError(f"{flag} must be >= 1, got {value}")
     if args.threads:
         import torch
         torch.set_num_threads(args.threads)

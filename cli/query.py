@@ -1,6 +1,6 @@
 """semhuff-query: nearest neighbours and analogies on saved vectors, from the command line.
 
-    semhuff-query VECTORS WORD [WORD ...] [--topn N] [--restrict N]
+    semhuff-query VECTORS WORD [WORD ...] [--topn N] [--restrict-vocab N]
     semhuff-query VECTORS man:king::woman:?          # an analogy: king - man + woman
     semhuff-query VECTORS --analogy man king woman   # the same, in word2vec.c's order a b c
 
@@ -26,7 +26,8 @@ import numpy as np
 from semhuff.errors import OptionError, VectorsError
 from semhuff.vectors_io import READ_FORMATS, read_vectors
 
-from .common import HelpFormatter, console_script, run_cli, setup_logging, short_errors
+from .common import (HelpFormatter, add_deprecated_spelling, console_script, deprecated_value,
+                     new_command_line, run_cli, setup_logging, short_errors)
 
 PROG = "semhuff-query"
 # a:b::c:? or a:b::c; the words may hold anything but whitespace and ':'
@@ -58,17 +59,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--analogy", nargs=3, action="append", metavar=("A", "B", "C"),
                    help="a is to b as c is to ? (repeatable; word2vec.c's 'word-analogy' order)")
     p.add_argument("--topn", type=positive, default=10, help="answers per query (default 10)")
-    p.add_argument("--restrict", type=positive, metavar="N",
+    p.add_argument("--restrict-vocab", type=positive, metavar="N",
                    help="answer only among the N most frequent words (the file's first N)")
     p.add_argument("--method", choices=("add", "mul"), default="add",
                    help="analogies: 3CosAdd (most_similar, default) or 3CosMul "
                         "(most_similar_cosmul)")
     p.add_argument("--format", default="auto", choices=READ_FORMATS,
+                   type=deprecated_value(PROG, "--format", "model", "npz"),
                    help="the vectors file's format (default: told from its content)")
     p.add_argument("--tsv", action="store_true",
                    help="print query, rank, word, score separated by tabs, one answer a line")
     p.add_argument("-q", "--quiet", action="count", default=0, help="only errors")
     p.add_argument("-v", "--verbose", action="count", default=0, help="log each step")
+    add_deprecated_spelling(p, "--restrict", "--restrict-vocab")
     return p
 
 
@@ -104,6 +107,7 @@ def answer(kv, positive, negative, topn: int, restrict: Optional[int] = None,
 
 
 def main(argv: Optional[List[str]] = None) -> int:
+    new_command_line()
     args = short_errors(build_parser()).parse_args(argv)
     setup_logging(args.verbose - args.quiet)
     return run_cli(PROG, lambda: _run(args))
@@ -122,7 +126,7 @@ def _run(args) -> int:
     if unknown:
         raise VectorsError(f"not in the vocabulary of {args.vectors} ({len(kv):,} words): "
                            f"{', '.join(unknown)}")
-    restrict = min(args.restrict, len(kv)) if args.restrict else None
+    restrict = min(args.restrict_vocab, len(kv)) if args.restrict_vocab else None
     out = sys.stdout
     for label, positive, negative in queries:
         found = answer(kv, positive, negative, args.topn, restrict, args.method)

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import os
-import time
 
 from semhuff import checkpoint
 from semhuff.distributed.rounds import COMBINES
@@ -21,6 +19,7 @@ from semhuff.errors import OptionError
 from semhuff.io_utils import check_writable
 from semhuff.model import Word2Vec
 
+from .common import checkpoint_note
 from .resume import APPLIED, KEPT, conflicting_options
 
 
@@ -100,19 +99,11 @@ def train_kwargs(args) -> dict:
 
 
 def checkpoint_kept(args, started: float) -> str:
-    """What the line after Ctrl-C / SIGTERM says of the checkpoint (issue 48: it named none):
-    the one kept, and how to continue; ``started``: the run's start (``time.time()``)."""
+    """What the line after Ctrl-C / SIGTERM says of the checkpoint: the one kept and the
+    ``--resume`` that continues it; ``started``: the run's start (``time.time()``)."""
     path = args.checkpoint or args.resume
-    if not path:
-        return ""
-    if not os.path.exists(path):
-        return (f"; no checkpoint had been written yet (the first comes after "
-                f"--checkpoint-every {args.checkpoint_every:g} minutes)")
-    written = os.path.getmtime(path)
-    when = (f"written {time.time() - written:,.0f} s ago" if written >= started
-            else "as it was before this run")
-    return (f"; kept checkpoint {path} ({when}): continue with the same command and "
-            f"--resume {path}")
+    return checkpoint_note(path, started, f"the same command and --resume {path}",
+                           f"after --checkpoint-every {args.checkpoint_every:g} minutes")
 
 
 def resumed_from(path: str, state: dict) -> str:

@@ -17,7 +17,8 @@ from semhuff.errors import CorpusError, OptionError
 from semhuff.io_utils import atomic_output, check_writable
 from semhuff.model import Word2Vec, default_workers
 
-from .common import HelpFormatter, add_plugin_option, cli_main, console_script, resolve_corpus
+from .common import (HelpFormatter, add_deprecated_spelling, add_plugin_option, cli_main,
+                     console_script, resolve_corpus)
 
 PROG = "semhuff-score"
 
@@ -33,6 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_plugin_option(p)
     p.add_argument("-q", "--quiet", action="count", default=0, help="only errors")
     p.add_argument("-v", "--verbose", action="count", default=0, help="log each step (-vv: debug)")
+    add_deprecated_spelling(p, "--threads", "--workers")
     return p
 
 

@@ -1,6 +1,6 @@
 """``semhuff-tree``: build, inspect and compare hierarchical-softmax trees.
 
-    semhuff-tree build (--corpus PATH | --vocab FILE) [--kind semhuff] --similarity SRC -o TREE.npz
+    semhuff-tree build (CORPUS ... | --vocab FILE) [--tree semhuff --similarity SRC] -o TREE.npz
     semhuff-tree stats TREE.npz [--similarity SRC]
     semhuff-tree show TREE.npz WORD [WORD ...] [--up 4]
 
@@ -33,7 +33,8 @@ from semhuff.trees.similarity import DEFAULT_TOP_K, load_similarity
 from semhuff.vocab import Vocab
 from semhuff.wording import counted
 
-from .common import HelpFormatter, cli_main, console_script
+from .common import (HelpFormatter, add_deprecated_spelling, cli_main, console_script,
+                     resolve_corpus)
 
 logger = logging.getLogger("semhuff.cli.tree")
 PROG = "semhuff-tree"
@@ -107,15 +108,30 @@ def format_neighbourhood(tree: Tree, words, word_id: int, up: int = 4, max_words
 def _load_vocab(args) -> Vocab:
     if args.vocab:
         return Vocab.read_text(args.vocab)
-    return Vocab.build(Corpus(args.corpus), min_count=args.min_count)
+    return Vocab.build(Corpus(resolve_corpus(args.corpus)), min_count=args.min_count)
+
+
+def _check_build_source(args) -> None:
+    """One source of words: a corpus (positional, as semhuff-train's) or --vocab."""
+    args.corpus = list(args.corpus) + list(args.old_corpus)  # (--corpus PATH: the old spelling)
+    if bool(args.corpus) == bool(args.vocab):
+        raise SemhuffError("give a corpus (CORPUS ...) or a vocabulary file (--vocab FILE), "
+                           "one of them")
 
 
 def cmd_build(args) -> int:
+    _check_build_source(args)
     check_writable(args.output)
     if args.save_vocab:
         check_writable(args.save_vocab)
+    if args.kind is None:  # semhuff-train's default; this command's was semhuff (issue 48)
+        if args.similarity:
+            raise SemhuffError("--similarity builds a SemHuff tree with --tree semhuff; the "
+                               "default tree is huffman, as in semhuff-train (it was semhuff "
+                               "here before): add --tree semhuff")
+        args.kind = "huffman"
     if args.kind == "semhuff" and not args.similarity:
-        raise SemhuffError("--kind semhuff needs --similarity (wordnet, a pairs file or vectors)")
+        raise SemhuffError("--tree semhuff needs --similarity (wordnet, a pairs file or vectors)")
     if args.kind == "huffman" and args.similarity:
         logger.info("--similarity is only used for the statistics of a huffman tree")
     vocab = _load_vocab(args)
@@ -226,18 +242,25 @@ def build_parser() -> argparse.ArgumentParser:
 
     build = sub.add_parser("build", help="build a tree from a corpus or a vocabulary file",
                            formatter_class=fmt)
-    source = build.add_mutually_exclusive_group(required=True)
-    source.add_argument("--corpus", help="corpus file or folder (plain, gz, bz2, xz)")
-    source.add_argument("--vocab", help="vocabulary file: one 'word count' per line")
+    build.add_argument("corpus", nargs="*", metavar="CORPUS",
+                       help="text file(s) or directory, as semhuff-train's (plain, gz, bz2, xz; "
+                            "'lee' = gensim's lee_background.cor); or give --vocab")
+    build.add_argument("--vocab", help="vocabulary file: one 'word count' per line")
     build.add_argument("--min-count", type=_positive_int, default=5,
-                       help="drop words seen fewer times (with --corpus)")
-    build.add_argument("--kind", choices=sorted(TREE_BUILDERS), default="semhuff", help="tree builder")
+                       help="drop words seen fewer times (with a corpus)")
+    build.add_argument("--tree", dest="kind", choices=sorted(TREE_BUILDERS),
+                       help="tree builder (default huffman, as semhuff-train's; semhuff needs "
+                            "--similarity)")
     similarity_options(build)
     build.add_argument("--matching", choices=("auto", "exact", "approx"), default="auto",
                        help="SemHuff pairing: exact maximum-weight matching, a faster approximation, "
                             "or auto (exact where the level is small enough)")
     build.add_argument("-o", "--output", required=True, help="tree file to write (.npz)")
     build.add_argument("--save-vocab", help="also write the vocabulary as a 'word count' file")
+    add_deprecated_spelling(build, "--kind", "--tree")
+    add_deprecated_spelling(build, "--corpus", "a positional CORPUS, as in semhuff-train",
+                            target=argparse._AppendAction(["--corpus"], dest="old_corpus"))
+    build.set_defaults(old_corpus=[])
     build.set_defaults(run=cmd_build)
 
     stats = sub.add_parser("stats", help="expected code length, depth histogram, sibling similarity",
@@ -271,7 +294,18 @@ def build_parser() -> argparse.ArgumentParser:
     clusters.add_argument("--seed", type=int, default=1, help="for --sample")
     clusters.add_argument("--plot", help="write the re-assignment history as a PNG (Fig. 1)")
     clusters.set_defaults(run=cmd_clusters)
+    for command in (build, stats, show, clusters):  # -q / -v after the command too (issue 48)
+        _verbosity_options(command)
     return parser
+
+
+def _verbosity_options(parser: argparse.ArgumentParser) -> None:
+    """-v / -q on a command: the same counts as before it (absent unless given, so one given
+    before the command stays)."""
+    parser.add_argument("-v", "--verbose", action="count", default=argparse.SUPPRESS,
+                        help="-v: similarity reports and level timings, -vv: debug")
+    parser.add_argument("-q", "--quiet", action="count", default=argparse.SUPPRESS,
+                        help="quieter (warnings always show)")
 
 
 def main(argv: Optional[List[str]] = None) -> int:

@@ -163,7 +163,7 @@ def _panel_label(score: Score) -> Optional[str]:
 class AnalogyTask(EvaluationTask):
     title = "analogy"
     OPTIONS = (
-        Option("analogy_file", Path, flag="--analogy", metavar="ANALOGY",
+        Option("analogy_file", Path, metavar="FILE",
                help="questions-words.txt format (default: gensim's copy)"),
         Option("analogy_methods", choice_list(METHODS), default=METHODS, check=all_among(METHODS),
                help="comma-separated"),

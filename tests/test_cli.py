@@ -84,7 +84,7 @@ def test_train_on_a_tree_file_and_score_the_model(tmp_path, capsys, lee_path):
     from semhuff.cli.score import main as score_main
     from semhuff.cli.tree import main as tree_main
     tree = tmp_path / "tree.npz"
-    assert tree_main(["-q", "build", "--corpus", lee_path, "--kind", "huffman", "--min-count", "3",
+    assert tree_main(["-q", "build", lee_path, "--tree", "huffman", "--min-count", "3",
                       "-o", str(tree)]) == 0
     model_path = tmp_path / "m.npz"
     code, _, err = run([lee_path, "-o", str(model_path), "--tree", str(tree), "--min-count", "3",

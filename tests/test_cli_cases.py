@@ -99,7 +99,7 @@ def test_binary_vectors_with_a_long_first_word_are_read_as_binary(tmp_path):
 def test_tree_show_into_head_ends_quietly(tmp_path, lee_path):
     from semhuff.cli.tree import main as tree_main
     tree_file = tmp_path / "t.npz"
-    assert tree_main(["-q", "build", "--corpus", lee_path, "--kind", "huffman", "--min-count", "3",
+    assert tree_main(["-q", "build", lee_path, "--tree", "huffman", "--min-count", "3",
                       "-o", str(tree_file)]) == 0
     proc = subprocess.run(["bash", "-c", f"{shlex.quote(sys.executable)} -m semhuff.cli.tree show "
                            f"{tree_file} government fire police | head -1; exit ${{PIPESTATUS[0]}}"],

@@ -33,7 +33,7 @@ def datasets(tmp_path):
                          ": gram-family\nking queen man woman\nman woman king queen\nman woman zzz queen\n")
     synonyms = tmp_path / "syn.txt"
     synonyms.write_text("# pairs\nking\tqueen\napple\tpear\nfoo\tbar\n")
-    return {"--pairs": f"tiny={pairs}", "--analogy": str(questions), "--synonyms": str(synonyms)}
+    return {"--pairs": f"tiny={pairs}", "--analogy-file": str(questions), "--synonyms": str(synonyms)}
 
 
 def run_cli(capsys, *argv):
@@ -47,7 +47,7 @@ def ok_code(out):
     return 1 if "SKIPPED (requested): similarity/mc30" in out else 0
 
 
-FLAG_TASK = {"--pairs": "similarity", "--analogy": "analogy", "--synonyms": "synonyms"}
+FLAG_TASK = {"--pairs": "similarity", "--analogy-file": "analogy", "--synonyms": "synonyms"}
 
 
 def task_args(datasets, tasks="similarity,analogy,synonyms"):
@@ -139,7 +139,7 @@ def test_cli_two_models_side_by_side_with_all_outputs(tmp_path, capsys, datasets
 
 def test_cli_missing_dataset_is_skipped_with_a_message(tmp_path, capsys, datasets):
     small_kv().save_word2vec_format(str(tmp_path / "v.txt"))
-    datasets["--analogy"] = str(tmp_path / "nope.txt")
+    datasets["--analogy-file"] = str(tmp_path / "nope.txt")
     (tmp_path / "empty.tsv").write_text("# only a comment\n")
     datasets["--synonyms"] = str(tmp_path / "empty.tsv")
     code, out, err = run_cli(capsys, tmp_path / "v.txt", *task_args(datasets), "--data-dir", tmp_path / "nodata")
@@ -344,7 +344,7 @@ def test_progress_lines_where_stderr_is_no_terminal_and_the_coverage_explained(t
     """Issue 48: nothing on stderr for two minutes, and "(83%)" in the table unexplained."""
     small_kv().save_word2vec_format(str(tmp_path / "v.txt"))
     argv = [tmp_path / "v.txt", "--tasks", "similarity,analogy", "--similarity-sets", "none",
-            "--pairs", datasets["--pairs"], "--analogy", datasets["--analogy"]]
+            "--pairs", datasets["--pairs"], "--analogy-file", datasets["--analogy-file"]]
     code, out, err = run_cli(capsys, *argv)  # capsys's stderr is no terminal: step lines
     assert code == 0, err
     lines = err.strip().splitlines()

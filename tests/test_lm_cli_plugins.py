@@ -107,7 +107,7 @@ def _data():
 def test_a_plugin_output_layer_and_network_from_the_command_line(tmp_path, capsys, plugin):
     from semhuff.lm.trainer import load_model
     out, rep = tmp_path / "m.pt", tmp_path / "r.json"
-    assert lm_main([*TINY, "--plugin", plugin, "--output", "plugin-tempered", "--temperature",
+    assert lm_main([*TINY, "--plugin", plugin, "--loss", "plugin-tempered", "--temperature",
                     "2", "--arch", "plugin-bigram", "-o", str(out), "--report", str(rep)]) == 0, \
         capsys.readouterr().err
     mod = sys.modules[plugin]
@@ -117,14 +117,14 @@ def test_a_plugin_output_layer_and_network_from_the_command_line(tmp_path, capsy
     report = json.loads(rep.read_text())
     assert report["epochs"][0]["heldout"]["perplexity"] < report["untrained"]["perplexity"]
     # --layer-option reaches the same declaration, typed and checked by it
-    assert lm_main([*TINY, "--plugin", plugin, "--output", "plugin-tempered", "--layer-option",
+    assert lm_main([*TINY, "--plugin", plugin, "--loss", "plugin-tempered", "--layer-option",
                     "temperature=-1"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "temperature must be > 0" in err[0], err
     # its option is refused for another layer, in one line
-    assert lm_main([*TINY, "--plugin", plugin, "--output", "full", "--temperature", "2"]) == 2
+    assert lm_main([*TINY, "--plugin", plugin, "--loss", "full", "--temperature", "2"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "--temperature: not used by --output full" in err[0], err
+    assert len(err) == 1 and "--temperature: not used by --loss full" in err[0], err
 
     # a network's own option (the Transformer's --layers) is refused for another network
     assert lm_main([*TINY, "--layers", "3"]) == 2

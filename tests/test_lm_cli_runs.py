@@ -16,7 +16,7 @@ from semhuff.lm.trainer import LMSettings, evaluate, load_model  # noqa: E402
 
 # a tiny run on gensim's lee corpus: 300 words, 5,000 training tokens
 TINY = ["lee", "--max-vocab", "300", "--heldout-chars", "20000", "--emb", "16", "--hidden", "16",
-        "--train-tokens", "5000", "--threads", "1", "--no-progress"]
+        "--train-tokens", "5000", "--workers", "1", "--no-progress"]
 
 
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
@@ -83,7 +83,7 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
-@pytest.mark.parametrize("layer", [[], ["--output", "self-organized", "--reassign-every", "4"]],
+@pytest.mark.parametrize("layer", [[], ["--loss", "self-organized", "--reassign-every", "4"]],
                          ids=["tree", "self-organized"])
 def test_kill_9_then_resume_gives_the_uninterrupted_numbers(tmp_path, layer):
     import os
@@ -157,7 +157,7 @@ def saved_run(tmp_path_factory, lee_path):
     (folder / "held.txt").write_text("\n".join(lines[200:250]) + "\n")
     before = torch.get_num_threads()
     assert lm_main([str(folder / "train.txt"), "--heldout", str(folder / "held.txt"),
-                    "--max-vocab", "400", "--emb", "16", "--hidden", "16", "--threads", "1",
+                    "--max-vocab", "400", "--emb", "16", "--hidden", "16", "--workers", "1",
                     "--no-progress", "--tree", "random", "--heldout-tokens", "3000", "-q",
                     "-o", str(folder / "m.pt"), "--report", str(folder / "r.json")]) == 0
     torch.set_num_threads(before)
@@ -270,7 +270,7 @@ def test_torchrun_two_processes_give_one_process_perplexity(tmp_path):
     import os
     import subprocess
     import sys
-    run = TINY + ["--batch-size", "8", "--output", "self-organized", "--reassign-every", "4"]
+    run = TINY + ["--batch-size", "8", "--loss", "self-organized", "--reassign-every", "4"]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     one, two = tmp_path / "one.json", tmp_path / "two.json"
     done = subprocess.run([sys.executable, "-m", "semhuff.cli.lm", *run, "--report", str(one),
@@ -319,7 +319,7 @@ def _torchrun(args, timeout=180):
 def test_torchrun_checkpoints_resume_as_one_uninterrupted_run(tmp_path):
     """2 processes write one checkpoint (rank 0); 2 processes resume from it: the same second
     epoch as a run that was never stopped (the same model, the same rows on each rank)."""
-    run = TINY + ["--batch-size", "8", "--output", "self-organized", "--reassign-every", "4",
+    run = TINY + ["--batch-size", "8", "--loss", "self-organized", "--reassign-every", "4",
                   "-q"]
     whole, part = tmp_path / "whole.json", tmp_path / "part.json"
     done = _torchrun(run + ["--epochs", "2", "--report", str(whole)])
@@ -376,7 +376,7 @@ def test_a_wordnet_semhuff_model_loads_and_scores_without_wordnet(saved_run, tmp
     train = held.parent / "train.txt"
     model = tmp_path / "semhuff.pt"
     assert lm_main([str(train), "--heldout", str(held), "--max-vocab", "400", "--emb", "8",
-                    "--hidden", "8", "--threads", "1", "--no-progress", "--tree", "semhuff",
+                    "--hidden", "8", "--workers", "1", "--no-progress", "--tree", "semhuff",
                     "--similarity", "wordnet", "--heldout-tokens", "500", "-q",
                     "-o", str(model)]) == 0
     monkeypatch.setenv("SEMHUFF_DATA", str(tmp_path / "nothing"))

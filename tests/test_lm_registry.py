@@ -221,13 +221,13 @@ def test_an_option_the_layer_does_not_take_is_refused_in_one_line(tmp_path, caps
         make_output_layer(name, H, sorted_vocab(), **{option.name: option.type(text)})
     assert "\n" not in str(info.value)
     out = tmp_path / "m.pt"
-    code = lm_main(["lee", "--heldout-chars", "20000", "--output", name, option.cli_flag, text,
+    code = lm_main(["lee", "--heldout-chars", "20000", "--loss", name, option.cli_flag, text,
                     "-o", str(out), "--no-progress"])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1, err
-    assert f"{option.cli_flag}: not used by --output {name}" in err[0]
+    assert f"{option.cli_flag}: not used by --loss {name}" in err[0]
     assert not out.exists()
-    code = lm_main(["lee", "--heldout-chars", "20000", "--output", name, "--layer-option",
+    code = lm_main(["lee", "--heldout-chars", "20000", "--loss", name, "--layer-option",
                     f"{option.name}={text}", "--no-progress"])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and f"does not use {option.name}" in err[0], err
@@ -238,7 +238,7 @@ def test_the_registry_lists_the_builtin_layers_and_options_are_typed():
     # --layer-option is typed by the declaration: a bad value is refused in one line
     from semhuff.options import parse_assignments
     declared = layer_options(lm_layer_class("tree"))
-    assert parse_assignments(["sparse=false", "ignore-index=0"], declared, "--output tree") == \
+    assert parse_assignments(["sparse=false", "ignore-index=0"], declared, "--loss tree") == \
         {"sparse": False, "ignore_index": 0}
     with pytest.raises(OptionError, match="cannot read"):
-        parse_assignments(["sparse=maybe"], declared, "--output tree")
+        parse_assignments(["sparse=maybe"], declared, "--loss tree")

@@ -35,9 +35,9 @@ def test_each_row_gets_its_options_and_the_shared_settings(tmp_path):
     for call in calls:
         assert "--heldout-chars 1000000 --max-vocab 44000 --epochs 3" in call
         assert "--seed 1 --checkpoint-every 2000" in call and "--resume" not in call
-    assert "--output tree --tree huffman --checkpoint huffman.ckpt" in calls[0]
-    assert "--output self-organized --checkpoint" in calls[1]  # the paper's defaults
-    assert "--output class --clustering frequency" in calls[2]
+    assert "--loss tree --tree huffman --checkpoint huffman.ckpt" in calls[0]
+    assert "--loss self-organized --checkpoint" in calls[1]  # the paper's defaults
+    assert "--loss class --clustering frequency" in calls[2]
 
 
 def test_another_seed_reaches_the_runs(tmp_path):

@@ -97,7 +97,7 @@ def test_save_load_gives_the_same_perplexity(small, tmp_path, cell):
 def test_cli_end_to_end_and_its_errors(small, tmp_path, capsys):
     out, rep = tmp_path / "lm.pt", tmp_path / "r.json"
     assert lm_main([str(small / "train.txt"), "--heldout", str(small / "held.txt"),
-                    "--max-vocab", "400", "--emb", "16", "--hidden", "16", "--output", "class",
+                    "--max-vocab", "400", "--emb", "16", "--hidden", "16", "--loss", "class",
                     "--clustering", "random", "--no-progress", "-o", str(out), "--report",
                     str(rep)]) == 0
     printed = capsys.readouterr().out
@@ -107,8 +107,8 @@ def test_cli_end_to_end_and_its_errors(small, tmp_path, capsys):
     bad = [
         (["--heldout-chars", "50"], ["nope.txt"], "corpus not found"),
         ([], [str(small / "train.txt")], "give the held-out text"),
-        (["--heldout-chars", "100", "--tree", "random", "--output", "full"],
-         [str(small / "train.txt")], "--tree: not used by --output full"),
+        (["--heldout-chars", "100", "--tree", "random", "--loss", "full"],
+         [str(small / "train.txt")], "--tree: not used by --loss full"),
         (["--heldout-chars", "100", "--layer-option", "colour=1"], [str(small / "train.txt")],
          "colour"),
         (["--heldout-chars", "100", "--bptt", "0"], [str(small / "train.txt")], "bptt"),
@@ -216,7 +216,7 @@ def test_retree_every_rebuilds_the_tree_from_the_networks_own_embeddings():
         "semhuff from the input embeddings"]
     assert all(np.isfinite(e.heldout.perplexity) for e in report.epochs)
     assert len(report.epochs) == 2
-    with pytest.raises(OptionError, match="--output tree"):
+    with pytest.raises(OptionError, match="--loss tree"):
         LMSettings(output="class", retree_every=1).check()
     with pytest.raises(OptionError, match="retree_every"):
         LMSettings(retree_every=-1).check()

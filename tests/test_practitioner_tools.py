@@ -90,7 +90,7 @@ def test_query_analogy_forms_and_methods_equal_gensim(files, capsys):
     for label, (a, b, c) in zip(rows, [("w1", "w2", "w3"), ("w4", "w5", "w6"), ("w7", "w8", "w9")]):
         same_answers(rows[label], gensim_kv.most_similar(positive=[b, c], negative=[a], topn=5))
     code, out, _ = run_query([paths["text"], "w1:w2::w3:?", "--method", "mul", "--tsv",
-                              "--topn", "5", "--restrict", "100"], capsys)
+                              "--topn", "5", "--restrict-vocab", "100"], capsys)
     assert code == 0
     same_answers(parse_tsv(out)["w1:w2::w3:?"], gensim_kv.most_similar_cosmul(
         positive=["w2", "w3"], negative=["w1"], topn=5, restrict_vocab=100))
@@ -98,7 +98,7 @@ def test_query_analogy_forms_and_methods_equal_gensim(files, capsys):
 
 def test_query_restrict_and_plain_output(files, capsys):
     paths, gensim_kv = files
-    code, out, err = run_query([paths["npz"], "w250", "--restrict", "50", "--topn", "3"], capsys)
+    code, out, err = run_query([paths["npz"], "w250", "--restrict-vocab", "50", "--topn", "3"], capsys)
     assert code == 0, err
     expected = gensim_kv.most_similar("w250", topn=3, restrict_vocab=50)
     assert all(int(w[1:]) < 50 for w, _ in expected)

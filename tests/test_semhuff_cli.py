@@ -27,8 +27,8 @@ def run(capsys, *argv):
 
 def test_build_stats_show(files, capsys):
     tree_path = files / "tree.npz"
-    code, out, err = run(capsys, "-q", "build", "--corpus", files / "corpus.txt", "--min-count", "1",
-                         "--similarity", files / "pairs.txt", "-o", tree_path,
+    code, out, err = run(capsys, "-q", "build", files / "corpus.txt", "--min-count", "1",
+                         "--tree", "semhuff", "--similarity", files / "pairs.txt", "-o", tree_path,
                          "--save-vocab", files / "vocab.txt")
     assert code == 0, err
     assert "expected code length" in out and "total sibling similarity" in out
@@ -41,7 +41,7 @@ def test_build_stats_show(files, capsys):
     assert code == 0
     assert "<word>cat</word>" in out and "<word>dog</word>" in out  # siblings
     # a vocabulary file gives the same tree
-    code, out, err = run(capsys, "-q", "build", "--vocab", files / "vocab.txt",
+    code, out, err = run(capsys, "-q", "build", "--vocab", files / "vocab.txt", "--tree", "semhuff",
                          "--similarity", files / "pairs.txt", "-o", files / "again.npz")
     assert code == 0
     assert np.array_equal(Tree.load(str(files / "again.npz")).parent, tree.parent)
@@ -49,7 +49,7 @@ def test_build_stats_show(files, capsys):
 
 def test_huffman_tree_and_plain_tree_files(files, capsys):
     (files / "vocab.txt").write_text("b 3\na 5\nc 1\n")
-    code, out, _ = run(capsys, "-q", "build", "--vocab", files / "vocab.txt", "--kind", "huffman",
+    code, out, _ = run(capsys, "-q", "build", "--vocab", files / "vocab.txt", "--tree", "huffman",
                        "-o", files / "h.npz")
     assert code == 0 and "tree: huffman, 3 words" in out
     build_huffman([5, 3, 1]).save(str(files / "plain.npz"))  # no vocabulary inside
@@ -60,11 +60,14 @@ def test_huffman_tree_and_plain_tree_files(files, capsys):
 
 
 @pytest.mark.parametrize("argv,message", [
-    (["build", "--corpus", "{d}/missing.txt", "--similarity", "{d}/pairs.txt", "-o", "{d}/t.npz"], "not found"),
-    (["build", "--corpus", "{d}/corpus.txt", "-o", "{d}/t.npz"], "needs --similarity"),
-    (["build", "--corpus", "{d}/corpus.txt", "--similarity", "{d}/nope", "-o", "{d}/t.npz"], "not found"),
-    (["build", "--corpus", "{d}/corpus.txt", "--similarity", "{d}/pairs.txt", "-o", "{d}/no/t.npz"], "does not exist"),
-    (["build", "--vocab", "{d}/pairs.txt", "--similarity", "{d}/pairs.txt", "-o", "{d}/t.npz"], "expected 'word count'"),
+    (["build", "{d}/missing.txt", "--tree", "semhuff", "--similarity", "{d}/pairs.txt", "-o", "{d}/t.npz"], "not found"),
+    (["build", "{d}/corpus.txt", "--tree", "semhuff", "-o", "{d}/t.npz"], "needs --similarity"),
+    (["build", "{d}/corpus.txt", "--similarity", "{d}/pairs.txt", "-o", "{d}/t.npz"], "add --tree semhuff"),
+    (["build", "{d}/corpus.txt", "--vocab", "{d}/vocab.txt", "-o", "{d}/t.npz"], "one of them"),
+    (["build", "-o", "{d}/t.npz"], "one of them"),
+    (["build", "{d}/corpus.txt", "--tree", "semhuff", "--similarity", "{d}/nope", "-o", "{d}/t.npz"], "not found"),
+    (["build", "{d}/corpus.txt", "--tree", "semhuff", "--similarity", "{d}/pairs.txt", "-o", "{d}/no/t.npz"], "does not exist"),
+    (["build", "--vocab", "{d}/pairs.txt", "--tree", "semhuff", "--similarity", "{d}/pairs.txt", "-o", "{d}/t.npz"], "expected 'word count'"),
     (["stats", "{d}/pairs.txt"], "is not a tree file (or model file) (a .npz archive): it is text"),
     (["show", "{d}/t.npz", "cat"], "tree file (or model file) not found"),
 ])
@@ -76,7 +79,7 @@ def test_errors_are_one_line_exit_2(files, capsys, argv, message):
 
 
 def test_unknown_word_in_show(files, capsys):
-    run(capsys, "-q", "build", "--corpus", files / "corpus.txt", "--min-count", "1",
+    run(capsys, "-q", "build", files / "corpus.txt", "--min-count", "1", "--tree", "semhuff",
         "--similarity", files / "pairs.txt", "-o", files / "t.npz")
     code, _, err = run(capsys, "show", files / "t.npz", "unicorn")
     assert code == 2 and "unicorn" in err

@@ -24,15 +24,15 @@ cd "$out"
 
 options() {
     case $1 in
-        adaptive) echo "--output adaptive" ;;
-        class-frequency) echo "--output class --clustering frequency" ;;
+        adaptive) echo "--loss adaptive" ;;
+        class-frequency) echo "--loss class --clustering frequency" ;;
         # the paper: sqrt(V) clusters, re-assigned every K = 1000 batches (the defaults)
-        self-organized) echo "--output self-organized" ;;
-        huffman) echo "--output tree --tree huffman" ;;
-        semhuff-boot) echo "--output tree --tree semhuff --similarity $PWD/boot/vectors.bin" ;;
-        semhuff-wordnet) echo "--output tree --tree semhuff --similarity wordnet" ;;
-        random) echo "--output tree --tree random" ;;
-        full) echo "--output full" ;;
+        self-organized) echo "--loss self-organized" ;;
+        huffman) echo "--loss tree --tree huffman" ;;
+        semhuff-boot) echo "--loss tree --tree semhuff --similarity $PWD/boot/vectors.bin" ;;
+        semhuff-wordnet) echo "--loss tree --tree semhuff --similarity wordnet" ;;
+        random) echo "--loss tree --tree random" ;;
+        full) echo "--loss full" ;;
         *) echo "lm_text8: no row $1" >&2; return 2 ;;
     esac
 }
@@ -55,7 +55,7 @@ print(bootstrap_vectors(load_data([sys.argv[1]], None, 1_000_000, 1, 44_000), 'b
     echo "lm_text8: $row started $(date -Is)${resume:+ (resumed)}"
     # shellcheck disable=SC2086
     semhuff-lm "$corpus" --heldout-chars 1000000 --max-vocab 44000 --epochs 3 \
-        --threads "${THREADS:-1}" --seed "${SEED:-1}" --checkpoint-every 2000 $opts --checkpoint "$row.ckpt" \
+        --workers "${THREADS:-1}" --seed "${SEED:-1}" --checkpoint-every 2000 $opts --checkpoint "$row.ckpt" \
         --report "$row.json" -o "$row.pt" --no-progress "${resume[@]}"
     echo "lm_text8: $row ended $(date -Is)"
 done

@@ -149,7 +149,7 @@ def clusters_of(vocab, clusters: Optional[int], clustering: str, seed: int):
 
 def register_lm_layer(name: str, trainer_defaults: Optional[Dict[str, Any]] = None):
     """Class decorator: make an LM output layer class available as
-    ``make_output_layer(name, ...)``, ``semhuff-lm --output name`` and in saved LM models.
+    ``make_output_layer(name, ...)``, ``semhuff-lm --loss name`` and in saved LM models.
     ``trainer_defaults``: settings the LM trainer uses on the CPU unless told otherwise (e.g.
     ``{"sparse": True}`` where sparse gradients measured faster there; on a GPU the layer's own
     defaults: a dense tree gradient made an LSTM LM's whole step 5-7x faster on an H100,

@@ -97,7 +97,7 @@ class LMSettings:
                 or self.retree_every < 0:
             raise OptionError(f"retree_every must be an integer >= 0, got {self.retree_every!r}")
         if self.retree_every and self.output != "tree":
-            raise OptionError("--retree-every re-builds a tree layer's tree: it needs --output "
+            raise OptionError("--retree-every re-builds a tree layer's tree: it needs --loss "
                               "tree")
         if self.precision not in PRECISIONS:
             raise OptionError(f"precision must be one of {', '.join(PRECISIONS)}, got "
