@@ -1,10 +1,12 @@
 """Every option of every console script says what it does and, where it has one, its default
 (issue 12.5: `--epochs`, `--workers`, `--seed` showed neither)."""
 import argparse
+import re
 
 import pytest
 
 from semhuff.cli import evaluate, query, score, train, tree
+from semhuff.cli.common import _DeprecatedSpelling
 
 
 def _parsers():
@@ -28,6 +30,10 @@ def test_every_option_has_help_and_shows_its_default(prog, parser):
     text = parser.format_help()
     for action in parser._actions:
         if isinstance(action, (argparse._HelpAction, argparse._SubParsersAction)):
+            continue
+        if isinstance(action, _DeprecatedSpelling):  # a former spelling: hidden on purpose
+            assert action.help == argparse.SUPPRESS
+            assert not re.search(re.escape(action.option_strings[0]) + r"(?![\w-])", text)
             continue
         name = "/".join(action.option_strings) or action.dest
         assert action.help and action.help != argparse.SUPPRESS, f"{prog} {name}: no help"
