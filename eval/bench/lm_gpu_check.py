@@ -124,8 +124,9 @@ def make_layer(name, options, vocab, cfg, device):
     return layer, time.perf_counter() - started
 
 
-def bench_layer(layer, vocab, cfg, device, precision, deadline):
-    """Forward + backward of ``layer`` alone on one batch: median ms, peak memory."""
+def bench_layer(layer, vocab, cfg, device, precision, deadline, after_backward=None):
+    """Forward + backward of ``layer`` alone on one batch: median ms, peak memory.
+    ``after_backward``: called inside the timed part after backward (an optimizer's step)."""
     import torch
     H, B, T = cfg["hidden"], cfg["batch"], cfg["bptt"]
     cuda = device.type == "cuda"
@@ -149,6 +150,8 @@ def bench_layer(layer, vocab, cfg, device, precision, deadline):
         with torch.autocast(device.type, torch.bfloat16, enabled=precision == "bf16"):
             loss = layer(h, target).loss
         loss.backward()
+        if after_backward is not None:
+            after_backward()
         synchronize(device)
         seconds = time.perf_counter() - t0
         value = float(loss.detach())
@@ -230,52 +233,87 @@ def heldout_nll(model, data, bptt, precision, device) -> float:
     return total / count
 
 
-def lm_run(arch, name, overrides, train, held, vocab, cfg, device, precision, deadline):
+def lm_model(arch, name, overrides, vocab, cfg, device):
+    """(the network over output layer ``name``, the layer, its Adagrad): the layer with
+    semhuff-lm's own choice of its settings on this device, then ``overrides``."""
     import torch
 
-    from semhuff.lm import clip_grad_norm, make_output_layer
+    from semhuff.lm import make_output_layer
     from semhuff.lm.trainer import LMSettings
-    # semhuff-lm's own choice of the layer's settings on this device, then the row's
     options = {**LMSettings(output=name, device=str(device)).layer_settings(), **overrides}
     if name.startswith("self-organized"):
-        options["reassign_every"] = cfg["reassign_every"]
+        options.setdefault("reassign_every", cfg["reassign_every"])
     torch.manual_seed(1)
-    V, bptt = len(vocab.counts), cfg["lm_bptt"]
     layer = make_output_layer(name, cfg["lm_hidden"], vocab, device=device, seed=1, **options)
-    model = build_network(arch, layer, V, cfg).to(device)
-    optimizer = torch.optim.Adagrad(model.parameters(), lr=0.1)
+    model = build_network(arch, layer, len(vocab.counts), cfg).to(device)
+    return model, layer, torch.optim.Adagrad(model.parameters(), lr=0.1)
+
+
+def lm_batches(train, bptt, steps):
+    """``steps`` (inputs, targets, whether the recurrent state starts afresh) of ``train``
+    (batch, time), epoch after epoch."""
+    t = 0
+    for _ in range(steps):
+        fresh = t + 1 >= train.shape[1]
+        if fresh:
+            t = 0  # the next epoch
+        x, y = train[:, t:t + bptt], train[:, t + 1:t + 1 + bptt]
+        t += bptt
+        yield x[:, :y.shape[1]], y, fresh
+
+
+def lm_step(model, layer, optimizer, x, y, state, precision, device, watch=None):
+    """The trainer's step (Adagrad, clip 0.25, the recurrent state carried detached,
+    ``after_step``): (the loss, on the device, the new state, whether the layer re-assigned).
+    ``watch(model, x, y, state, loss)`` runs after backward, before the clip; a true answer
+    stops there: (the loss, None, None), nothing stepped."""
+    import torch
+
+    from semhuff.lm import clip_grad_norm
+    optimizer.zero_grad(set_to_none=True)
+    if state is not None:  # the trainer's _detach: (h, c), h, or None
+        state = state.detach() if torch.is_tensor(state) else tuple(s.detach() for s in state)
+    with torch.autocast(device.type, torch.bfloat16, enabled=precision == "bf16"):
+        out, new_state = model(x, y, state)
+    out.loss.backward()
+    if watch is not None and watch(model, x, y, state, out.loss):
+        return out.loss.detach(), None, None
+    clip_grad_norm(model.parameters(), 0.25)
+    optimizer.step()
+    return out.loss.detach(), new_state, layer.after_step(optimizer) is not None
+
+
+def lm_run(arch, name, overrides, train, held, vocab, cfg, device, precision, deadline,
+           watch=None):
+    """A short LM run (``lm_step`` ``cfg["lm_steps"]`` times; ``watch`` as there: the run
+    stops where it says so, ``stopped`` then True)."""
+    import torch
+    model, layer, optimizer = lm_model(arch, name, overrides, vocab, cfg, device)
+    bptt = cfg["lm_bptt"]
     before = heldout_nll(model, held, bptt, precision, device)
-    losses, reassignments, state = [], 0, None
+    losses, reassignments, state, stopped = [], 0, None, False
     synchronize(device)
     started = time.perf_counter()
-    t = 0
-    for _ in range(cfg["lm_steps"]):
+    for x, y, fresh in lm_batches(train, bptt, cfg["lm_steps"]):
         if time.perf_counter() > deadline:
             raise OutOfTime
-        if t + 1 >= train.shape[1]:
-            t, state = 0, None  # the next epoch
-        x, y = train[:, t:t + bptt], train[:, t + 1:t + 1 + bptt]
-        x = x[:, :y.shape[1]]
-        t += bptt
-        optimizer.zero_grad(set_to_none=True)
-        if state is not None:  # the trainer's _detach: (h, c), h, or None
-            state = state.detach() if torch.is_tensor(state) else tuple(s.detach() for s in state)
-        with torch.autocast(device.type, torch.bfloat16, enabled=precision == "bf16"):
-            out, state = model(x, y, state)
-        out.loss.backward()
-        clip_grad_norm(model.parameters(), 0.25)
-        optimizer.step()
-        if layer.after_step(optimizer) is not None:
-            reassignments += 1
-        losses.append(out.loss.detach())
+        loss, state, reassigned = lm_step(model, layer, optimizer, x, y,
+                                          None if fresh else state, precision, device, watch)
+        if reassigned is None:
+            stopped = True
+            break
+        reassignments += reassigned
+        losses.append(loss)
     synchronize(device)
     seconds = time.perf_counter() - started
     losses = [float(v) for v in losses]  # read back once, at the end
     after = heldout_nll(model, held, bptt, precision, device)
     tenth = max(1, len(losses) // 10)
-    first, last = statistics.fmean(losses[:tenth]), statistics.fmean(losses[-tenth:])
+    first, last = (statistics.fmean(losses[:tenth]), statistics.fmean(losses[-tenth:])) \
+        if losses else (math.nan, math.nan)
     finite = all(math.isfinite(v) for v in losses) and math.isfinite(after)
-    return {"layer": layer.describe(), "steps": len(losses), "first_loss": first,
+    return {"layer": layer.describe(), "steps": len(losses), "stopped": stopped,
+            "first_loss": first,
             "last_loss": last, "heldout_ppl_before": math.exp(min(before, 700)),
             "heldout_ppl_after": math.exp(min(after, 700)) if math.isfinite(after) else after,
             "tokens_per_s": len(losses) * x.numel() / seconds, "reassignments": reassignments,
@@ -292,16 +330,25 @@ def picked(items, wanted):
     return [i for i in items if wanted is None or any(w in label(i) for w in wanted)]
 
 
-def lm_runs(cfg, device, deadline, failures):
+def lm_data(cfg, device):
+    """(training ids (batch, time), held-out ids (rows, time), their Vocab) on ``device``: a
+    Markov text over ``cfg["lm_vocab"]`` words, enough for 100 steps (the runs cycle)."""
     import torch
+
+    from semhuff.lm.token_ids import batchify
     V = cfg["lm_vocab"]
     ids = markov_ids(V, cfg["lm_batch"] * cfg["lm_bptt"] * min(cfg["lm_steps"], 100)
                      + cfg["lm_heldout"] + 1)
     ids, vocab = frequency_vocab(ids, V)
     held_ids, train_ids = ids[:cfg["lm_heldout"]], ids[cfg["lm_heldout"]:]
-    from semhuff.lm.token_ids import batchify
     train = torch.as_tensor(batchify(train_ids, cfg["lm_batch"]), device=device)
     held = torch.as_tensor(batchify(held_ids, min(cfg["lm_batch"], 16)), device=device)
+    return train, held, vocab
+
+
+def lm_runs(cfg, device, deadline, failures):
+    import torch
+    train, held, vocab = lm_data(cfg, device)
     rows = []
     for arch in picked(NETWORKS, cfg.get("only_networks")):
         for precision in picked(PRECISIONS, cfg.get("only_precisions")):

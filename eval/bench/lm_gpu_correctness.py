@@ -82,7 +82,7 @@ def grads(layer, h, target):
     for name, p in layer.named_parameters():
         if p.grad is not None:
             out[name] = (p.grad.to_dense() if p.grad.is_sparse else p.grad).float().cpu()
-    return float(loss), h.grad.float().cpu(), out
+    return float(loss.detach()), h.grad.float().cpu(), out
 
 
 def rel(a, b) -> float:
@@ -103,29 +103,34 @@ def same_numbers(name, options, device, V=3000, H=64, N=1024):
     return {"max_rel_diff": worst, "ok": worst < 1e-4}
 
 
-def read_backs(name, options, device, V=3000, H=64, N=1024):
-    """A steady-state step under the CUDA sync debug mode ("warn"): the Python lines (in
-    semhuff) of the synchronising calls, or None."""
+def sync_points(fn) -> list:
+    """``fn()`` under the CUDA sync debug mode ("warn"): the Python lines (file:line) of the
+    calls that waited for the device, each once, in order."""
     import warnings
 
     import torch
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("warn")
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            fn()
+    finally:
+        torch.cuda.set_sync_debug_mode(0)
+    return sorted({f"{os.path.relpath(w.filename)}:{w.lineno}" for w in caught
+                   if "synchroniz" in str(w.message)})
+
+
+def read_backs(name, options, device, V=3000, H=64, N=1024):
+    """A steady-state forward + backward under the CUDA sync debug mode: the Python lines of
+    the synchronising calls, or None."""
     from semhuff.lm import make_output_layer
     layer = make_output_layer(name, H, zipf_vocab(V), seed=1, device=device, **options)
     for seed in (4, 5):  # warm-up: caches, workspaces
         grads(layer, *batch(V, H, N, device, seed))
     h, target = batch(V, H, N, device, 6)
     h.requires_grad_()
-    torch.cuda.synchronize()
-    torch.cuda.set_sync_debug_mode("warn")
-    try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            layer(h, target).loss.backward()
-    finally:
-        torch.cuda.set_sync_debug_mode(0)
-    where = sorted({f"{os.path.relpath(w.filename)}:{w.lineno}" for w in caught
-                    if "synchroniz" in str(w.message)})
-    return {"syncs": where or None}
+    return {"syncs": sync_points(lambda: layer(h, target).loss.backward()) or None}
 
 
 def compiled(name, options, device, V=600, H=32, N=256, steps=30):
