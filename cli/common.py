@@ -64,12 +64,15 @@ def run_cli(prog: str, body: Callable[[], int],
     """Run ``body``; a ``SemhuffError`` or an unreadable/unwritable file becomes
     ``prog: error: message`` and exit code 2, Ctrl-C exit code 130, SIGTERM 143; a closed
     stdout (``| head``) ends the run quietly with 141, as a process killed by SIGPIPE.
-    ``interrupted``: what the line after Ctrl-C / SIGTERM adds (the checkpoint kept)."""
+    ``interrupted``: what the line after Ctrl-C / SIGTERM adds to "no output was written" (the
+    checkpoint kept: "; kept ..."), or says instead of it (a text not starting with ";")."""
     def stopped(how: str) -> str:
         note = ""
         if interrupted is not None:
             with contextlib.suppress(Exception):  # the note never hides the interruption
                 note = interrupted()
+        if note and not note.startswith(";"):
+            return f"{prog}: {how}; {note}"
         return f"{prog}: {how}; no output was written{note}"
 
     try:

@@ -18,8 +18,9 @@ A folder counts only when it holds at least one of the manifest's folders (``wor
 every "not found" message says where it looked and how to point semhuff at the data.
 
 The manifest (``data/manifest.csv``: each file's path under the root, task, data set, size,
-sha256, source and licence) ships inside the package as ``semhuff._data``; ``check_data``
-verifies a data folder against it (``semhuff-eval --check-data``).
+sha256, source, licence and download URL) ships inside the package as ``semhuff._data``;
+``check_data`` verifies a data folder against it (``semhuff-eval --check-data``) and
+``semhuff.data_fetch`` fills one from the URLs (``semhuff-data fetch``).
 Small files that ship with gensim (``gensim/test/test_data``) are found by ``gensim_test_file``.
 """
 from __future__ import annotations
@@ -51,6 +52,10 @@ class ManifestEntry:
     sha256: str
     source: str
     licence: str
+    # where ``semhuff-data fetch`` downloads it: URLs tried in turn (mirrors), each ``URL`` or
+    # ``URL#MEMBER`` for a file inside an archive (a .deb, .zip, .tar.*); empty: no single file
+    # to download (the training corpus, assembled from many sources)
+    url: str = ""
 
 
 def _manifest_file() -> Path:

@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from semhuff.cli import evaluate, query, score, train, tree
+from semhuff.cli import data, evaluate, query, score, train, tree
 from semhuff.cli.common import _DeprecatedSpelling
 
 
@@ -14,12 +14,22 @@ def _parsers():
     yield "semhuff-score", score.build_parser()
     yield "semhuff-eval", evaluate.build_parser()
     yield "semhuff-query", query.build_parser()
+    for name, parser in _with_commands("semhuff-data", data.build_parser()):
+        yield name, parser
     top = tree.build_parser()
     yield "semhuff-tree", top
     for action in top._actions:
         if isinstance(action, argparse._SubParsersAction):
             for name, sub in action.choices.items():
                 yield f"semhuff-tree {name}", sub
+
+
+def _with_commands(prog, top):
+    yield prog, top
+    for action in top._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield f"{prog} {name}", sub
 
 
 QUIET_DEFAULTS = (None, False, 0, [], argparse.SUPPRESS)

@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from semhuff.cli import evaluate, lm, query, score, train, tree
+from semhuff.cli import data, evaluate, lm, query, score, train, tree
 
 torch = pytest.importorskip("torch", reason="semhuff-lm's parser lists the torch layers")
 
@@ -18,7 +18,12 @@ def parsers():
             ("semhuff-score", score.build_parser()), ("semhuff-query", query.build_parser()),
             ("semhuff-lm", lm.build_parser()), ("semhuff-lm score", lm.build_score_parser()),
             ("semhuff-lm sample", lm.build_sample_parser()),
-            *((f"semhuff-tree {name}", sub) for name, sub in commands.items())]
+            *((f"semhuff-tree {name}", sub) for name, sub in commands.items()),
+            *((f"semhuff-data {name}", sub) for name, sub in _commands(data.build_parser()))]
+
+
+def _commands(parser):
+    return next(a for a in parser._actions if a.choices and "fetch" in a.choices).choices.items()
 
 
 def flag(parser, spelling):

@@ -45,6 +45,7 @@ def test_every_package_a_test_module_skips_without_is_in_the_test_extra():
         skipped_without |= set(re.findall(r"importorskip\(\s*[\"']([\w.]+)[\"']", text))
         skipped_without |= set(re.findall(r"find_spec\(\s*[\"']([\w.]+)[\"']", text))
     assert "torch" in skipped_without and "distributed" in skipped_without  # the scan works
+    skipped_without = {name for name in skipped_without if name.split(".")[0] != "semhuff"}
     unknown = skipped_without - set(PROVIDERS) - GPU_ONLY
     assert not unknown, f"say which requirement brings {unknown} (PROVIDERS)"
     missing = {name: PROVIDERS[name] for name in skipped_without - GPU_ONLY
