@@ -67,7 +67,7 @@ def main() -> int:
     sentence_args = (i32[1], a[np.int64][1], i32[1], a[np.uint64][1], f32[2], f32[2], i32[2],
                      a[np.int8][2], i32[1], f32[2], a[np.uint32][1], i32[1], f32[1],
                      a[np.float64][2], a[np.uint32][1], b, numba.float64, numba.float64, i64, i64,
-                     a[np.float64][1])
+                     a[np.float64][1], a[np.uint32][1], i32[2], i32[1])
     for sg, hs, negative, batched, top, saturate, mean, atomic in (
             (True, True, 0, False, 0, False, True, True), (True, True, 0, False, 4, True, True, True),
             (True, True, 0, False, 4, False, True, False),
@@ -80,8 +80,18 @@ def main() -> int:
                 f"{' batched' if batched else ''}{f' top {top}' if top else ''}"
                 f"{' saturate' if saturate else ''}{'' if atomic else ' plain stores'}")
         kernel = sk.sentence_kernel(sg, 100, 5, mean, hs, top, saturate, negative, batched,
-                                    atomic=atomic)
-        kernels[name] = (kernel, sentence_args)
+                                    atomic=atomic, pick=hs and not negative and top == 4)
+        kernels[name + (" picks" if hs and not negative and top == 4 else "")] = (kernel,
+                                                                                  sentence_args)
+    kernels["sentence cbow hs picks"] = (
+        sk.sentence_kernel(False, 100, 5, True, True, 0, False, 0, False, pick=True),
+        sentence_args)
+    for sg, mean in ((True, True), (False, False)):
+        kernels[f"observe {'sg' if sg else 'cbow-sum'}"] = (
+            sk.observe_kernel(sg, 100, mean), (f32[2], f32[2], i32[2], i32[1], f32[2], f32[1],
+                                               i32[1], i32[2], a[np.float64][2],
+                                               a[np.float64][2]))
+    kernels["copy_count"] = (sk.copy_count, (i32[1], a[np.float64][1]))
     failed = 0
     for name, (kernel, signature) in kernels.items():
         try:

@@ -499,11 +499,14 @@ def test_scores_beyond_six(backend, kind):
     np.testing.assert_allclose(got0, expected[0], rtol=0, atol=ATOL * np.abs(expected[0]).max())
 
 
-@pytest.mark.parametrize("options", [dict(loss="hs-self-organized"), dict(loss="class")])
-def test_clustered_layers_stay_on_the_cpu(host_backend, options):
-    """Their cluster statistic is gathered by CPU bodies: --device cuda says so in one line
+@pytest.mark.parametrize("options,message", [
+    (dict(loss="hs-self-organized"), "has no GPU program"),
+    (dict(loss="class"), "cannot run on device 'cuda'")])
+def test_clustered_layers_have_no_batched_form(host_backend, options, message):
+    """Their cluster statistic is gathered by the CPU bodies and the sentence kernel (the
+    self-organized tree: tests/test_gpu_sentences.py); the batched form says so in one line
     instead of training without it."""
-    with pytest.raises(DeviceError, match="cannot run on device 'cuda'"):
+    with pytest.raises(DeviceError, match=message):
         Word2Vec(SENTENCES, device="cuda", backend="host", **{**TINY, **options})
 
 

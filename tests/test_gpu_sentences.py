@@ -40,6 +40,8 @@ SEED = 12345
 TOL = 2e-5
 IDS, BOUNDS, COUNTS = zipf_corpus(n_tokens=90, vocab=12, n_sentences=4, seed=3)
 V = len(COUNTS)
+# the kernel's last three arguments (the self-organized statistic's), for layers without it
+NO_PICKS = (np.zeros(1, np.uint32), np.zeros((1, 2), np.int32), np.zeros(1, np.int32))
 
 
 def _keep():
@@ -101,10 +103,11 @@ def _device(case, tree, blocks=1, lanes=LANES, bounds=BOUNDS):
     kernel = sk.sentence_kernel(case["sg"], D, W, case["mean"], hs, case["top"],
                                 case["saturate"], neg, case["batched"], lanes,
                                 not case["plain"])
-    out = cuda.to_device(np.zeros(3))
+    out = cuda.to_device(np.zeros(4))
     kernel[blocks, lanes](IDS, bounds, np.zeros_like(IDS), block_seeds(SEED, blocks), syn0, syn1,
                           tree.points, tree.codes, tree.lengths, syn1neg, thr, idx,
-                          SIGMOID_TABLE, NLL_BY_CODE, _keep(), True, 0.1, 0.01, 40, 400, out)
+                          SIGMOID_TABLE, NLL_BY_CODE, _keep(), True, 0.1, 0.01, 40, 400, out,
+                          *NO_PICKS)
     return (out.copy_to_host(), syn0.copy_to_host(), syn1.copy_to_host(),
             syn1neg.copy_to_host())
 
@@ -181,11 +184,11 @@ def test_many_blocks_each_walk_their_own_sentences():
     for blocks in (1, 3, 8):
         syn = [cuda.to_device(a) for a in _weights()]
         kernel = sk.sentence_kernel(True, D, W, True, True, 0, False, 0, False, LANES, True)
-        out = cuda.to_device(np.zeros(3))
+        out = cuda.to_device(np.zeros(4))
         kernel[blocks, LANES](IDS, BOUNDS, np.zeros_like(IDS), block_seeds(SEED, blocks),
                               syn[0], syn[1], tree.points, tree.codes, tree.lengths, syn[2],
                               np.zeros(1, np.uint32), np.zeros(1, np.int32), SIGMOID_TABLE,
-                              NLL_BY_CODE, no_sampling, False, 0.1, 0.01, 0, 400, out)
+                              NLL_BY_CODE, no_sampling, False, 0.1, 0.01, 0, 400, out, *NO_PICKS)
         results.append(out.copy_to_host())
     starts = np.concatenate(([0], BOUNDS[:-1]))
     expected_pairs = sum(sum(min(p, W) + min(n - 1 - p, W) for p in range(n))
@@ -327,3 +330,27 @@ def test_semhuff_train_on_the_device_writes_the_cpu_model(tmp_path):
         np.testing.assert_allclose(a, b, rtol=0, atol=TOL * np.abs(b).max())
     report = json.loads((tmp_path / "cuda.json").read_text())
     assert report["settings"]["device"] == "cuda"
+
+
+def test_self_organized_tree_on_the_device_is_the_cpu_run(eight_lanes, monkeypatch):
+    """HS over a self-organized tree: the HS step and the sampled centres on the device, their
+    cluster statistic by the observe kernel, the re-assignments on the host between chunks.
+    With one block, each sentence its own chunk (the CPU gathers the statistic after each
+    sentence, the device after each launch) and one observing block (the CPU's order), it is
+    the CPU run: the same weights, statistic and clusters after two re-assignments."""
+    from semhuff.gpu.sentence_session import SentenceSession
+    monkeypatch.setattr(SentenceSession, "observe_blocks", 1)
+    words = [f"w{i}" for i in range(14)]
+    rng = np.random.default_rng(5)
+    texts = [[words[j] for j in rng.zipf(1.4, size=9) % 14] for _ in range(12)]
+    kw = dict(vector_size=D, window=2, min_count=1, sample=0.2, epochs=2, seed=3,
+              progress=False, workers=1, chunk_words=1, loss="hs-self-organized",
+              layer_options=dict(clusters=3, reassign_every=25, samples_per_word=3.0))
+    cpu = Word2Vec(texts, **kw)
+    dev = Word2Vec(texts, device="cuda", device_options={"blocks": 1, "chunk_words": 1}, **kw)
+    assert cpu.layer.organizer.history.shape[0] >= 2  # it re-assigned
+    np.testing.assert_array_equal(dev.layer.organizer.cluster_of, cpu.layer.organizer.cluster_of)
+    for a, b in ((dev.syn0, cpu.syn0), (dev.layer.weights, cpu.layer.weights),
+                 (dev.layer.organizer.q, cpu.layer.organizer.q)):
+        np.testing.assert_allclose(a, b, rtol=0, atol=TOL * np.abs(b).max())
+    assert np.abs(cpu.layer.organizer.q).max() > 0  # the statistic gathered something

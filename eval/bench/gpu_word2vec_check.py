@@ -3,7 +3,7 @@ against the CPU trainer, same corpus, same settings, speed and quality, into one
 
     python -m semhuff.eval.bench.gpu_word2vec_check --corpus PATH --eval-data DIR --out FILE
         [--epochs 5] [--configs sg-hs sg-ns cbow-hs] [--forms sentence batched]
-        [--blocks 0 1024] [--time-budget SECONDS] [--quick]
+        [--extra blocks=512 updates=plain ...] [--time-budget SECONDS] [--quick]
 
 For each configuration (skip-gram HS, skip-gram NS, CBOW HS: dim 100, window 5, min_count 5,
 sample 1e-3, alpha 0.025 -> 0.0001, Huffman tree, the layers' default orders) it trains the
@@ -13,13 +13,14 @@ the training time, compilation excluded), the same after the first epoch (which 
 ``peak_device_mib``, ``ws353``, ``simlex``, ``analogy`` (``light_quality``: gensim's protocol,
 no gensim needed), the loss per prediction of the last epoch, and what the device did. The file
 is rewritten after every run, and every run prints one line: a check cut short still reports.
-The vocabulary is scanned once and shared by every run. ``--blocks`` adds sentence-form runs
-with a fixed grid (``N`` blocks, each walking every N-th sentence: fewer sentences in flight,
-the staleness docs/gpu.md's concurrency estimate is about). Past ``--time-budget`` the
-remaining runs are recorded as skipped.
+The vocabulary is scanned once and shared by every run. ``--extra`` adds sentence-form runs of
+the first configuration with other device settings, one run per argument (``blocks=0``: one
+block a sentence, thousands in flight, the staleness docs/gpu.md's concurrency estimate is
+about; ``updates=plain``: plain stores). Past ``--time-budget`` the remaining runs are recorded
+as skipped.
 
-``--quick``: a smoke test on any machine (the CUDA simulator where there is no GPU): a 2,400-
-token corpus, dim 16, one epoch; its figures mean nothing but that every step runs.
+``--quick``: a smoke test on any machine (the CUDA simulator where there is no GPU): a 600-
+token corpus, dim 16, window 3, one epoch; its figures mean nothing but that every step runs.
 """
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ FORMS = ("sentence", "batched")
 
 
 def settings(args) -> dict:
-    return dict(vector_size=args.dim, window=5, min_count=args.min_count, sample=1e-3,
+    return dict(vector_size=args.dim, window=args.window, min_count=args.min_count, sample=1e-3,
                 alpha=0.025, min_alpha=0.0001, epochs=args.epochs, seed=1, progress=False)
 
 
@@ -71,8 +72,8 @@ def train(corpus, vocab, config, args, device_options=None) -> dict:
                     if k in stats})
     else:
         out["peak_device_mib"] = None
-    out.update({k: round(v, 4) for k, v in quality(model.wv.index_to_key, model.wv.vectors,
-                                                   args.eval_data).items()})
+    scores = quality(model.wv.index_to_key, model.wv.vectors, args.eval_data)
+    out.update({k: round(v, 4) if v == v else None for k, v in scores.items()})  # NaN: no pair
     return out
 
 
@@ -82,9 +83,19 @@ def line(config: str, name: str, r: dict) -> str:
     after = r["words_per_second_after_epoch_1"]
     return (f"{config:8} {name:16} {r['words_per_second']:>12,} words/s"
             + (f" ({after:,} after epoch 1)" if after else "")
-            + f"  WS353 {r['ws353']:.3f} SimLex {r['simlex']:.3f} analogy {r['analogy']:.3f}"
+            + "  " + " ".join(f"{k} {r[k]:.3f}" if r[k] is not None else f"{k} -"
+                              for k in ("ws353", "simlex", "analogy"))
             + f"  loss {r['loss_per_prediction']:.3f}"
             + (f"  peak {r['peak_device_mib']:,.0f} MiB" if r.get("peak_device_mib") else ""))
+
+
+def _options(text: str) -> dict:
+    """``blocks=512,updates=plain`` -> {"blocks": 512, "updates": "plain"}."""
+    out = {}
+    for item in text.split(","):
+        name, _, value = item.partition("=")
+        out[name.strip()] = int(value) if value.strip().lstrip("-").isdigit() else value.strip()
+    return out
 
 
 def quick_corpus(folder: str) -> str:
@@ -93,7 +104,7 @@ def quick_corpus(folder: str) -> str:
     rng = np.random.default_rng(0)
     nxt = rng.integers(0, 60, size=(60, 3))
     w, words = 0, []
-    for k in rng.integers(0, 3, size=2400):
+    for k in rng.integers(0, 3, size=600):
         w = nxt[w, k]
         words.append(f"w{w}")
     path = os.path.join(folder, "quick.txt")
@@ -112,10 +123,12 @@ def main(argv=None) -> int:
     p.add_argument("--epochs", type=int, default=5)
     p.add_argument("--dim", type=int, default=100)
     p.add_argument("--min-count", type=int, default=5)
+    p.add_argument("--window", type=int, default=5)
     p.add_argument("--configs", nargs="+", choices=list(CONFIGS), default=list(CONFIGS))
     p.add_argument("--forms", nargs="+", choices=FORMS, default=list(FORMS))
-    p.add_argument("--blocks", type=int, nargs="*", default=[],
-                   help="more sentence-form runs, each with this fixed grid")
+    p.add_argument("--extra", nargs="*", default=[], metavar="NAME=VALUE[,NAME=VALUE]",
+                   help="more sentence-form runs of the first configuration, each with these "
+                        "device settings (blocks=N, updates=plain, sentence_words=N, ...)")
     p.add_argument("--time-budget", type=float, default=0, help="seconds (0: none)")
     p.add_argument("--quick", action="store_true")
     args = p.parse_args(argv)
@@ -127,7 +140,7 @@ def main(argv=None) -> int:
     folder = tempfile.mkdtemp(prefix="semhuff-gpu-check-")
     if args.quick:
         args.corpus = args.corpus or quick_corpus(folder)
-        args.dim, args.epochs, args.min_count = 16, 1, 1
+        args.dim, args.epochs, args.min_count, args.window = 16, 1, 1, 3
     if args.corpus is None:
         from semhuff.data_paths import shared_corpus
         args.corpus = str(shared_corpus())
@@ -153,8 +166,9 @@ def main(argv=None) -> int:
     plan = []
     for config in args.configs:
         plan += [(config, "cpu", None)] + [(config, form, {"mode": form}) for form in args.forms]
-        plan += [(config, f"sentence-{b}-blocks", {"mode": "sentence", "blocks": b})
-                 for b in args.blocks]
+        if config == args.configs[0]:
+            plan += [(config, f"sentence {extra}", {"mode": "sentence", **_options(extra)})
+                     for extra in args.extra]
     for config, name, options in plan:
         runs = result["runs"].setdefault(config, {"cpu": None, "device": {}})
         if args.time_budget and time.perf_counter() - started > args.time_budget:

@@ -78,13 +78,29 @@ class BinaryOutputs(GpuProgram):
 
 
 @dataclass(frozen=True)
+class ClusterStatistic:
+    """The self-organized tree's cluster statistic, gathered on the device: a centre is sampled
+    with probability ``sample_thr[w] / 2^32`` and its clusters' log-probabilities go into
+    ``q[w]`` (an exponential mean with ``lam[w]``); ``top_row`` and ``top_child`` are the tree's
+    cluster part, root first (``layers.self_organized.top_part``). ``q`` lives on the device
+    while training and comes back with the weights."""
+
+    q: np.ndarray
+    lam: np.ndarray
+    sample_thr: np.ndarray
+    top_row: np.ndarray
+    top_child: np.ndarray
+
+
+@dataclass(frozen=True)
 class SentenceBody:
     """What a layer trains with on the sentence-per-block kernel (``sentence_kernels``), which
     runs the CPU bodies' arithmetic: hierarchical softmax over a tree (``hs``: its padded
     ``points, codes, lengths``; its rows ``hs_weights``; ``top`` levels deferred to a centre's
     end; ``saturate``: the saturated gradient beyond +-6), negative sampling (``ns``: the
     alias table and ``negative``; its rows ``ns_weights``; ``ns_batched``: HogBatch's order),
-    or both (HS then NS, word2vec's order for the NS part). A layer returns one from
+    or both (HS then NS, word2vec's order for the NS part); with ``statistic``, HS that also
+    samples centres for a self-organized tree's cluster statistic. A layer returns one from
     ``sentence_body()``; the session asks for nothing else of it."""
 
     hs: Optional[tuple] = None
@@ -94,6 +110,7 @@ class SentenceBody:
     ns: Optional[tuple] = None
     ns_weights: Optional[np.ndarray] = None
     ns_batched: bool = False
+    statistic: Optional[ClusterStatistic] = None
 
     def __post_init__(self):
         if self.hs is None and self.ns is None:

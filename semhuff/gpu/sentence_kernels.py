@@ -51,7 +51,6 @@ from ..kernels.common import MAX_EXP, TABLE_SCALE
 
 WARP = 32               # lanes of a block on a GPU: one warp
 MAX_DEFERRED = 8        # HS levels whose updates may wait for the centre's end ("mixed": 4)
-OUT_SLOTS = 3           # the chunk's results: summed nll, predictions, words kept
 f32 = numba.float32
 f64 = numba.float64
 
@@ -118,20 +117,26 @@ def _binary_gradient(s, label, alpha, saturate, sig, nllt):
 @functools.lru_cache(maxsize=None)
 def sentence_kernel(sg: bool, dim: int, window: int, cbow_mean: bool = True, hs: bool = True,
                     top: int = 0, saturate: bool = False, negative: int = 0,
-                    ns_batched: bool = False, lanes: int = WARP, atomic: bool = True):
+                    ns_batched: bool = False, lanes: int = WARP, atomic: bool = True,
+                    pick: bool = False):
     """The training kernel for one configuration (each a compile-time constant):
     ``kernel[G, lanes](ids, bounds, kept, seeds, syn0, syn1, points, codes, lengths, syn1neg,
     alias_thr, alias_idx, sig, nllt, keep_thr, reduce, alpha0, min_alpha, words_before,
-    total_words, out)``. ``hs``: the tree's layer (``syn1``, ``points/codes/lengths``);
+    total_words, out, sample_thr, picks, pick_count)``. ``hs``: the tree's layer (``syn1``, ``points/codes/lengths``);
     ``negative`` > 0: negative sampling (``syn1neg``, the alias table), batched or word2vec's
     order; both: HS then NS. ``kept``: int32 scratch as long as ``ids``; ``seeds``: uint64, one
-    per block (``sentences.block_seeds``); ``out``: float64, ``OUT_SLOTS``, added to.
+    per block (``sentences.block_seeds``); ``out``: float64, its first three entries added to
+    (summed nll, predictions, words kept).
     ``lanes``: the threads of a block, launched as ``kernel[G, lanes]``: a warp on a GPU; the
     simulator tests run most configurations at 8 (4x fewer Python threads) and one at 32. A
     block scores up to ``lanes`` outputs at once (``NODES``), so it takes ``negative + 2``
     and, for NS's batched order, ``2 * window`` of at most ``lanes``. ``atomic``: every update
     of a shared row an atomic add (two blocks' changes of one row both land); else a plain
-    read-modify-write (cusim's, word2vec.c's threads': of two at once, one may be lost)."""
+    read-modify-write (cusim's, word2vec.c's threads': of two at once, one may be lost).
+    ``pick`` (HS over a self-organized tree): each centre is sampled for the cluster statistic
+    with probability ``sample_thr[w] / 2^32`` (the CPU's ``classes.pick``, the same draw), a
+    sampled one appended to ``picks`` (``[w, k, contexts...]``, ``pick_count`` counting; past
+    the rows it has, not kept) for ``observe_kernel`` after the launch."""
     SG, D, W, NEG, LANES = bool(sg), int(dim), int(window), int(negative), int(lanes)
     NODES = LANES                          # scores computed at once: one lane sums each
     if not 1 <= top + 1 <= MAX_DEFERRED + 1:
@@ -139,7 +144,7 @@ def sentence_kernel(sg: bool, dim: int, window: int, cbow_mean: bool = True, hs:
     if not (hs or NEG):
         raise ValueError("a sentence kernel needs hierarchical softmax or negative sampling")
     HS, TOP, SAT, MEAN = bool(hs), int(top) if sg else 0, bool(saturate), bool(cbow_mean) or SG
-    ATOMIC = bool(atomic)
+    ATOMIC, PICK = bool(atomic), bool(pick)
     BATCHED = bool(ns_batched) and SG and NEG > 0 and not HS  # HS+NS: NS in word2vec's order
     if NEG + 2 > LANES:
         raise ValueError(f"negative {NEG}: a block of {LANES} lanes scores at most "
@@ -171,6 +176,18 @@ def sentence_kernel(sg: bool, dim: int, window: int, cbow_mean: bool = True, hs:
             cuda.atomic.add(rows, (i, d), value)
         else:
             rows[i, d] = old + value
+
+    @cuda.jit(device=True)
+    def pick_centre(state, w, k, ctx, sample_thr, picks, pick_count, lane):
+        state = _lcg_next(state)
+        if _u32(state) < sample_thr[w] and lane == 0:
+            i = cuda.atomic.add(pick_count, 0, 1)
+            if i < picks.shape[0]:
+                picks[i, 0] = w
+                picks[i, 1] = k
+                for j in range(k):
+                    picks[i, 2 + j] = ctx[j]
+        return state
 
     @cuda.jit(device=True)
     def draw_noise(state, alias_thr, alias_idx):
@@ -326,7 +343,7 @@ def sentence_kernel(sg: bool, dim: int, window: int, cbow_mean: bool = True, hs:
     @cuda.jit
     def kernel(ids, bounds, kept, seeds, syn0, syn1, points, codes, lengths, syn1neg, alias_thr,
                alias_idx, sig, nllt, keep_thr, reduce, alpha0, min_alpha, words_before,
-               total_words, out):
+               total_words, out, sample_thr, picks, pick_count):
         lane = cuda.threadIdx.x
         part = cuda.shared.array((ROWS, PAD), numba.float32)
         gsh = cuda.shared.array(GRADS, numba.float32)
@@ -369,6 +386,8 @@ def sentence_kernel(sg: bool, dim: int, window: int, cbow_mean: bool = True, hs:
                         ctx[k] = kept[start + c]
                         k += 1
                 if SG:
+                    if PICK:
+                        state = pick_centre(state, w, k, ctx, sample_thr, picks, pick_count, lane)
                     if NEG and not HS:
                         for t in range((k if not BATCHED else 1) * NEG):
                             if BATCHED and k == 0:
@@ -430,6 +449,8 @@ def sentence_kernel(sg: bool, dim: int, window: int, cbow_mean: bool = True, hs:
                                 acc *= inv
                         h[e] = acc
                         err[e] = f32(0.0)
+                    if PICK:
+                        state = pick_centre(state, w, k, ctx, sample_thr, picks, pick_count, lane)
                     if HS:
                         loss += hs_walk(h, err, w, syn1, points, codes, lengths, alpha, part,
                                         gsh, lane, sig, nllt, deferred, 0)
@@ -451,3 +472,92 @@ def sentence_kernel(sg: bool, dim: int, window: int, cbow_mean: bool = True, hs:
             cuda.atomic.add(out, 2, f64(trained))
 
     return kernel
+
+
+LOG2E = 1.0 / math.log(2.0)
+
+
+@cuda.jit
+def copy_count(count, out):
+    """``out[3] = count[0]``: the centres a launch sampled, read back with its results."""
+    out[3] = f64(count[0])
+
+
+@functools.lru_cache(maxsize=None)
+def observe_kernel(sg: bool, dim: int, cbow_mean: bool = True, lanes: int = WARP):
+    """The self-organized cluster statistic of the centres a launch sampled (``kernels.classes
+    .observe_picked``, the same arithmetic): ``observe[G, lanes](syn0, syn1, picks, pick_count,
+    q, lam, top_row, top_child, nllt, logp)``. For each sampled centre and each of its input
+    vectors (skip-gram: every context; CBOW: their mean or sum), log2 P(c | h) of every cluster
+    ``c`` from the tree's top (cluster) part, walked root first (``top_row``, ``top_child``:
+    ``layers.self_organized.top_part``), into ``q[w, c]`` as the CPU's exponential mean with
+    ``lam[w]``. The scores of up to ``lanes`` top nodes at once; one lane walks them in order.
+    ``logp``: float64 scratch, a row of ``len(top_row)`` per block. Reads the weights as the
+    launch left them (the CPU: as the sentence left them)."""
+    SG, D, LANES = bool(sg), int(dim), int(lanes)
+    MEAN = bool(cbow_mean) or SG
+    KD = (D + LANES - 1) // LANES
+    NODES, PAD = LANES, LANES + 1
+
+    @cuda.jit
+    def observe(syn0, syn1, picks, pick_count, q, lam, top_row, top_child, nllt, logp):
+        lane = cuda.threadIdx.x
+        block = cuda.blockIdx.x
+        part = cuda.shared.array((NODES, PAD), numba.float32)
+        scores = cuda.shared.array(NODES, numba.float32)
+        h = cuda.local.array(KD, numba.float32)
+        n_top = top_row.shape[0]
+        for p in range(block, min(pick_count[0], picks.shape[0]), cuda.gridDim.x):
+            w = picks[p, 0]
+            k = picks[p, 1]
+            keep = f64(lam[w])
+            for j in range(k if SG else min(k, 1)):
+                for e in range(KD):
+                    d = lane + LANES * e
+                    acc = f32(0.0)
+                    if d < D:
+                        if SG:
+                            acc = syn0[picks[p, 2 + j], d]
+                        else:
+                            for c in range(k):
+                                acc += syn0[picks[p, 2 + c], d]
+                            if MEAN:
+                                acc *= f32(1.0 / k)
+                    h[e] = acc
+                for c0 in range(0, n_top, NODES):
+                    m = min(NODES, n_top - c0)
+                    for i in range(m):
+                        row = top_row[c0 + i]
+                        acc = f32(0.0)
+                        for e in range(KD):
+                            d = lane + LANES * e
+                            if d < D:
+                                acc += h[e] * syn1[row, d]
+                        part[i, lane] = acc
+                    cuda.syncthreads()
+                    if lane < m:
+                        s = f32(0.0)
+                        for t in range(LANES):
+                            s += part[lane, t]
+                        scores[lane] = s
+                    cuda.syncthreads()
+                    if lane == 0:  # root first: a node's log-probability is set before its own
+                        for i in range(m):
+                            node = c0 + i
+                            base = 0.0 if node == 0 else logp[block, node]
+                            s = f64(scores[i])
+                            for b in range(2):
+                                x = s if b == 0 else -s
+                                if x <= -MAX_EXP or x >= MAX_EXP:
+                                    lp = base + _log_sigmoid(x)
+                                else:
+                                    lp = base - nllt[0, np.uint64((x + MAX_EXP) * TABLE_SCALE)]
+                                child = top_child[node, b]
+                                if child >= 0:
+                                    logp[block, child] = lp
+                                else:
+                                    c = -child - 1
+                                    q[w, c] = keep * q[w, c] + (1.0 - keep) * lp * LOG2E
+                    cuda.syncthreads()
+
+    return observe

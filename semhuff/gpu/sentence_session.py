@@ -1,28 +1,32 @@
-"""``--device cuda`` (the default ``sentence`` mode): the weights live on the GPU and each chunk is
+"""``--device cuda`` (the default ``sentence`` form): the weights live on the GPU and each chunk is
 one launch of the sentence-per-block kernel (``sentence_kernels``), word2vec's updates in
 word2vec's order inside every sentence.
 
 Per chunk (``train_chunk``, in one of the trainer's worker threads):
 
 1. on the host: the chunk's sentences cut at ``sentence_words`` (``sentences.split_bounds``)
-   and its ids and sentence ends copied into one of the session's pinned *slots*;
-2. under the session's lock: the slot's upload, the launch and the read-back of the chunk's
-   three results (nll, predictions, words kept) queued on the slot's own stream;
+   and its ids, sentence ends and block seeds copied into one of the session's pinned *slots*;
+2. under the session's lock: the slot's upload, the launch (and, for a self-organized tree, the
+   launch of its cluster statistic over the centres the first sampled) and the read-back of the
+   chunk's results (nll, predictions, words kept, centres sampled), queued on the slot's own
+   stream;
 3. outside the lock: wait for that stream, read the results.
 
-Only token ids (and the sentence ends, a few KB) travel. There are ``concurrency`` slots and as
-many worker threads (the trainer keeps one more chunk in flight), so while one chunk's kernel
-runs the next chunk is cut, copied, uploaded and launched on another stream, and the reader
-thread tokenises the one after: the GPU does not wait for the host between chunks, and a new
-launch's blocks fill the multiprocessors as the last one's finish. The results are read once a
-chunk.
+Only token ids travel (and the sentence ends and seeds, a few KB). There are ``concurrency``
+slots and as many worker threads (the trainer keeps one more chunk in flight), so while one
+chunk's kernel runs the next chunk is cut, copied, uploaded and launched on another stream, and
+the reader thread tokenises the one after: the GPU does not wait for the host between chunks.
+The results are read once a chunk.
 
-A chunk is one launch, and a launch keeps as many blocks busy as it has sentences: the session
-asks the trainer for chunks of at least ``chunk_words`` raw words (``DEFAULT_CHUNK_WORDS``, 2,000
-sentences of 1,000 words; the trainer's own default is 100,000).
+How many sentences are trained at once is the quality's question (docs/gpu.md, the concurrency
+estimate): a launch runs ``blocks`` blocks (each walking every ``blocks``-th sentence of the
+chunk), and two launches may overlap, so at most ``2 x blocks`` sentences are in flight. The
+session asks the trainer for chunks of at least ``chunk_words`` raw words
+(``DEFAULT_CHUNK_WORDS``), so that a block walks several sentences a launch.
 """
 from __future__ import annotations
 
+import logging
 import os
 import queue
 import threading
@@ -34,9 +38,12 @@ from ..cpu_session import CpuSession
 from ..errors import DeviceError
 from ..kernels.common import NLL_BY_CODE, SIGMOID_TABLE
 from .programs import sentence_body_for
-from .sentences import MAX_SENTENCE_WORDS, block_seeds, split_bounds
+from .sentences import block_seeds, split_bounds
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_CHUNK_WORDS = 2_000_000
+RESULTS = 4  # read back per chunk: summed nll, predictions, words kept, centres sampled
 
 
 class _Slot:
@@ -45,29 +52,34 @@ class _Slot:
     def __init__(self, cuda):
         self.cuda = cuda
         self.stream = cuda.stream()
-        self.capacity = (-1, -1, -1)  # nothing allocated yet
-        self.out = cuda.pinned_array(3, np.float64)
-        self.d_out = cuda.device_array(3, np.float64)
-        self.zeros = cuda.pinned_array(3, np.float64)
+        self.sizes = {}
+        self.results = cuda.pinned_array(RESULTS, np.float64)
+        self.d_results = cuda.device_array(RESULTS, np.float64)
+        self.zeros = cuda.pinned_array(RESULTS, np.float64)
         self.zeros[:] = 0.0
+        self.pinned, self.device = {}, {}
 
-    def fit(self, n_ids: int, n_sentences: int, n_blocks: int) -> None:
-        cuda = self.cuda
-        ids_cap, sent_cap, block_cap = self.capacity
-        if n_ids > ids_cap:
-            ids_cap = max(int(n_ids * 1.25), 1024)
-            self.ids = cuda.pinned_array(ids_cap, np.int32)
-            self.d_ids = cuda.device_array(ids_cap, np.int32)
-            self.d_kept = cuda.device_array(ids_cap, np.int32)
-        if n_sentences > sent_cap:
-            sent_cap = max(int(n_sentences * 1.25), 64)
-            self.bounds = cuda.pinned_array(sent_cap, np.int64)
-            self.d_bounds = cuda.device_array(sent_cap, np.int64)
-        if n_blocks > block_cap:
-            block_cap = max(int(n_blocks * 1.25), 64)
-            self.seeds = cuda.pinned_array(block_cap, np.uint64)
-            self.d_seeds = cuda.device_array(block_cap, np.uint64)
-        self.capacity = (ids_cap, sent_cap, block_cap)
+    def buffer(self, name: str, n: int, dtype, width: int = 0, host: bool = True):
+        """This slot's device buffer ``name`` (and its pinned twin) of at least ``n`` rows:
+        grown by a quarter when too small, reused otherwise."""
+        if self.sizes.get(name, -1) < n:
+            size = max(int(n * 1.25), 64)
+            shape = (size, width) if width else size
+            if host:
+                self.pinned[name] = self.cuda.pinned_array(shape, dtype)
+            self.device[name] = self.cuda.device_array(shape, dtype)
+            self.sizes[name] = size
+        return self.device[name]
+
+    def upload(self, name: str, values: np.ndarray, dtype):
+        """``values`` into the pinned buffer, then queued for the device; the device view."""
+        n = len(values)
+        device = self.buffer(name, n, dtype)
+        self.pinned[name][:n] = values
+        view = device[:n]
+        if n:
+            view.copy_to_device(self.pinned[name][:n], stream=self.stream)
+        return view
 
 
 class SentenceSession:
@@ -76,6 +88,9 @@ class SentenceSession:
     mode = "sentence"
     # threads a block: a warp; the simulator tests run fewer (``SEMHUFF_GPU_LANES``, tests only)
     lanes = None
+    # blocks of the statistic's launch (each walking every N-th sampled centre); the tests run
+    # one, which observes in the CPU's order
+    observe_blocks = 1024
 
     def __init__(self, device, syn0: np.ndarray, layer, workers: int):
         from . import sentence_kernels
@@ -83,7 +98,7 @@ class SentenceSession:
             raise DeviceError("per-word statistics (word_stats) are counted by the CPU kernels "
                               "only; train with device='cpu'")
         self._kernels = sentence_kernels
-        self.cuda = sentence_kernels.cuda
+        self.cuda = cuda = sentence_kernels.cuda
         self.lanes = int(self.lanes or os.environ.get("SEMHUFF_GPU_LANES", 0)
                          or sentence_kernels.WARP)
         self.syn0, self.layer = syn0, layer
@@ -91,42 +106,51 @@ class SentenceSession:
         self.atomic = device.updates == "atomic"
         self.sentence_words = int(device.sentence_words)
         self.chunk_words = int(device.chunk_words or DEFAULT_CHUNK_WORDS)
-        self.concurrency = 2                        # chunks launched and waited on at once
-        self.backend_name = "numba"
+        # chunks launched and waited on at once; one block: one chunk at a time, in the corpus's
+        # order, so that it trains the CPU kernel's model (two chunks' threads may swap turns)
+        self.concurrency = 1 if self.blocks == 1 else 2
         self._lock = threading.Lock()
         self._slots: "queue.Queue" = queue.Queue()
         for _ in range(self.concurrency):
-            self._slots.put(_Slot(self.cuda))
+            self._slots.put(_Slot(cuda))
         self._scorer = None
         self._keep = (None, None)
-        self.stats = {"mode": self.mode, "device": _device_name(self.cuda), "backend": "numba",
+        self._warned_picks = False
+        self.stats = {"mode": self.mode, "device": _device_name(cuda), "backend": "numba",
                       "chunks": 0, "sentences": 0, "blocks": 0, "pairs": 0,
                       "device_seconds": 0.0, "peak_memory_bytes": 0, "model_bytes": 0}
-        self.d_syn0 = self.cuda.to_device(syn0)
-        self.d_sig = self.cuda.to_device(SIGMOID_TABLE)
-        self.d_nll = self.cuda.to_device(NLL_BY_CODE)
-        self._dummy_rows = self.cuda.to_device(np.zeros((1, syn0.shape[1]), np.float32))
-        self._dummy_int = self.cuda.to_device(np.zeros((1, 1), np.int32))
-        self._dummy_u32 = self.cuda.to_device(np.zeros(1, np.uint32))
+        self.d_syn0 = cuda.to_device(syn0)
+        self.d_sig = cuda.to_device(SIGMOID_TABLE)
+        self.d_nll = cuda.to_device(NLL_BY_CODE)
+        self._dummy = {"rows": cuda.to_device(np.zeros((1, syn0.shape[1]), np.float32)),
+                       "int1": cuda.to_device(np.zeros(1, np.int32)),
+                       "int2": cuda.to_device(np.zeros((1, 1), np.int32)),
+                       "u32": cuda.to_device(np.zeros(1, np.uint32)),
+                       "f32": cuda.to_device(np.zeros(1, np.float32)),
+                       "q": cuda.to_device(np.zeros((1, 1), np.float32)),
+                       "picks": cuda.to_device(np.zeros((1, 2), np.int32))}
         self._upload_layer()
 
     # -- the layer on the device ------------------------------------------------------------------
     def _upload_layer(self) -> None:
-        cuda = self.cuda
+        cuda, dummy = self.cuda, self._dummy
         body = self.body = sentence_body_for(self.layer)
         if body.hs is not None:
             points, codes, lengths = body.hs
             self.d_hs = (cuda.to_device(body.hs_weights), cuda.to_device(points),
                          cuda.to_device(codes), cuda.to_device(lengths))
         else:
-            one = self._dummy_int
-            self.d_hs = (self._dummy_rows, one, one, cuda.to_device(np.zeros(1, np.int32)))
+            self.d_hs = (dummy["rows"], dummy["int2"], dummy["int2"], dummy["int1"])
         if body.ns is not None:
             alias_thr, alias_idx, _ = body.ns
             self.d_ns = (cuda.to_device(body.ns_weights), cuda.to_device(alias_thr),
                          cuda.to_device(alias_idx))
         else:
-            self.d_ns = (self._dummy_rows, self._dummy_u32, cuda.to_device(np.zeros(1, np.int32)))
+            self.d_ns = (dummy["rows"], dummy["u32"], dummy["int1"])
+        stat = body.statistic
+        self.d_stat = None if stat is None else {
+            "q": cuda.to_device(stat.q), "top_row": cuda.to_device(stat.top_row),
+            "top_child": cuda.to_device(np.ascontiguousarray(stat.top_child, np.int32))}
         self.stats["model_bytes"] = int(self.syn0.nbytes + sum(w.nbytes for w in body.weights()))
         self._note_memory()
 
@@ -136,7 +160,7 @@ class SentenceSession:
             return self._kernels.sentence_kernel(
                 bool(plan.sg), self.syn0.shape[1], int(plan.window), bool(plan.cbow_mean),
                 b.hs is not None, int(b.top), bool(b.saturate), b.negative, bool(b.ns_batched),
-                self.lanes, self.atomic)
+                self.lanes, self.atomic, b.statistic is not None)
         except ValueError as exc:
             raise DeviceError(f"{self.layer.describe()}: {exc}") from None
 
@@ -155,7 +179,7 @@ class SentenceSession:
 
     # -- the session interface ----------------------------------------------------------------------
     def warm_up(self, plan, score: bool = False) -> float:
-        """Compile the kernel for this configuration (its first launch, on no sentence)."""
+        """Compile the kernels for this configuration (their first launch, on no sentence)."""
         if score:
             return self._cpu_scorer().warm_up(plan, score=True)
         started = time.perf_counter()
@@ -170,41 +194,71 @@ class SentenceSession:
             raise DeviceError("locked input vectors are trained on the CPU only")
         kernel = self._kernel(plan)
         bounds = split_bounds(bounds, self.sentence_words)
-        n_sentences = len(bounds)
-        grid = max(1, n_sentences if not self.blocks else min(self.blocks, n_sentences))
+        grid = max(1, len(bounds) if not self.blocks else min(self.blocks, len(bounds)))
+        stat = self.body.statistic
         slot = self._slots.get()
         try:
-            slot.fit(len(ids), n_sentences, grid)
-            slot.ids[:len(ids)] = ids
-            slot.bounds[:n_sentences] = bounds
-            slot.seeds[:grid] = block_seeds(seed, grid)
-            s = plan.schedule
             with self._lock:
                 started = time.perf_counter()
                 stream = slot.stream
-                d_ids, d_bounds = slot.d_ids[:len(ids)], slot.d_bounds[:n_sentences]
-                d_seeds = slot.d_seeds[:grid]
-                if len(ids):
-                    d_ids.copy_to_device(slot.ids[:len(ids)], stream=stream)
-                if n_sentences:
-                    d_bounds.copy_to_device(slot.bounds[:n_sentences], stream=stream)
-                d_seeds.copy_to_device(slot.seeds[:grid], stream=stream)
-                slot.d_out.copy_to_device(slot.zeros, stream=stream)
+                d_ids = slot.upload("ids", ids, np.int32)
+                d_bounds = slot.upload("bounds", bounds, np.int64)
+                d_seeds = slot.upload("seeds", block_seeds(seed, grid), np.uint64)
+                d_kept = slot.buffer("kept", len(ids), np.int32, host=False)
+                slot.d_results.copy_to_device(slot.zeros, stream=stream)
+                picks, pick_count, sample_thr, lam = self._pick_buffers(slot, ids, plan.window)
                 syn1, points, codes, lengths = self.d_hs
                 syn1neg, alias_thr, alias_idx = self.d_ns
+                s = plan.schedule
                 kernel[grid, self.lanes, stream](
-                    d_ids, d_bounds, slot.d_kept, d_seeds, self.d_syn0, syn1, points, codes,
-                    lengths, syn1neg, alias_thr, alias_idx, self.d_sig, self.d_nll,
-                    self._keep_thr(plan), bool(plan.reduce_window), float(s.alpha),
-                    float(s.min_alpha), int(words_before), int(s.total_words), slot.d_out)
-                slot.d_out.copy_to_host(slot.out, stream=stream)
+                    d_ids, d_bounds, d_kept, d_seeds, self.d_syn0, syn1, points, codes, lengths,
+                    syn1neg, alias_thr, alias_idx, self.d_sig, self.d_nll, self._keep_thr(plan),
+                    bool(plan.reduce_window), float(s.alpha), float(s.min_alpha),
+                    int(words_before), int(s.total_words), slot.d_results, sample_thr, picks,
+                    pick_count)
+                if stat is not None:
+                    self._observe(slot, plan, picks, pick_count, lam)
+                slot.d_results.copy_to_host(slot.results, stream=stream)
             stream.synchronize()
-            loss, pairs, trained = (float(slot.out[0]), int(slot.out[1]), int(slot.out[2]))
+            loss, pairs, trained, sampled = (float(slot.results[0]), int(slot.results[1]),
+                                             int(slot.results[2]), int(slot.results[3]))
         finally:
             self._slots.put(slot)
+        if stat is not None and sampled > picks.shape[0] and not self._warned_picks:
+            self._warned_picks = True
+            logger.warning("the cluster statistic kept %d of a chunk's %d sampled centres",
+                           picks.shape[0], sampled)
         if count:
-            self._record(time.perf_counter() - started, n_sentences, grid, pairs)
+            self._record(time.perf_counter() - started, len(bounds), grid, pairs)
         return loss, pairs, trained
+
+    def _pick_buffers(self, slot, ids, window):
+        """(picks, pick_count, sample_thr, lam) for the launch: dummies without a statistic; else
+        room for 1.5 times the centres the chunk's words sample on average (before
+        down-sampling, so more than it will), and this train() call's sampling rates."""
+        if self.body.statistic is None:
+            return self._dummy["picks"], self._dummy["int1"], self._dummy["u32"], None
+        # the layer's rates now: ``prepare`` sets them, and none once it stops gathering
+        stat = sentence_body_for(self.layer).statistic
+        expected = float(stat.sample_thr[ids].sum(dtype=np.float64)) / 2.0 ** 32
+        rows = int(1.5 * expected) + 64
+        picks = slot.buffer("picks", rows, np.int32, width=2 + 2 * int(window), host=False)
+        pick_count = slot.upload("pick_count", np.zeros(1, np.int32), np.int32)[:1]
+        return (picks[:rows], pick_count, slot.upload("sample_thr", stat.sample_thr, np.uint32),
+                slot.upload("lam", stat.lam, np.float32))
+
+    def _observe(self, slot, plan, picks, pick_count, lam) -> None:
+        """The statistic's launch, after the training launch on the same stream."""
+        d = self.d_stat
+        n_top = len(self.body.statistic.top_row)
+        grid = max(1, min(self.observe_blocks, picks.shape[0]))
+        logp = slot.buffer("logp", grid, np.float64, width=max(n_top, 1), host=False)
+        observe = self._kernels.observe_kernel(bool(plan.sg), self.syn0.shape[1],
+                                               bool(plan.cbow_mean), self.lanes)
+        observe[grid, self.lanes, slot.stream](self.d_syn0, self.d_hs[0], picks, pick_count,
+                                               d["q"], lam, d["top_row"], d["top_child"],
+                                               self.d_nll, logp)
+        self._kernels.copy_count[1, 1, slot.stream](pick_count, slot.d_results)
 
     def _record(self, seconds, sentences, blocks, pairs) -> None:
         with self._lock:
@@ -235,6 +289,8 @@ class SentenceSession:
                 self.d_hs[0].copy_to_host(body.hs_weights)
             if body.ns is not None:
                 self.d_ns[0].copy_to_host(body.ns_weights)
+            if body.statistic is not None:
+                self.d_stat["q"].copy_to_host(body.statistic.q)
 
     def layer_changed(self) -> None:
         """A hook changed the layer's arrays on the host: upload them (weights included)."""
@@ -244,7 +300,7 @@ class SentenceSession:
         self._scorer = None
 
     def close(self) -> None:
-        self.d_syn0 = self.d_hs = self.d_ns = None
+        self.d_syn0 = self.d_hs = self.d_ns = self.d_stat = None
         self._scorer = None
 
 

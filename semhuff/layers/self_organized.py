@@ -21,10 +21,12 @@ and ``remap_rows``, shared with the PyTorch layer).
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Dict, Tuple
 
 import numpy as np
 
+from ..gpu.programs import ClusterStatistic
 from ..kernels import loop
 from ..options import Option, positive_number
 from ..trees.base import Tree
@@ -87,7 +89,7 @@ class StatisticSwitch(Hook):
 
 class SelfOrganizedHS(ClusterDiagnostics, HierarchicalSoftmax):
     body = loop.SO_HS
-    devices = ("cpu",)  # the sampled cluster statistic is gathered by the CPU body only
+    devices = ("cpu", "cuda")  # the GPU: the sentence form, the statistic on the device
     OPTIONS = (HS_ORDER, CLIP, *ORGANIZER_OPTIONS, SAMPLES_PER_WORD, *HELDOUT_OPTIONS)
 
     def __init__(self, tree: Tree, cluster_depth: np.ndarray, order: str = "mixed",
@@ -130,6 +132,16 @@ class SelfOrganizedHS(ClusterDiagnostics, HierarchicalSoftmax):
         sample_thr = self.sample_thr if self.gathering else self._no_samples
         return (t.points, t.codes, t.lengths, o.q, o.lam, sample_thr, self.top_row,
                 self.top_child)
+
+    def gpu_program(self, backend):
+        return None  # the batched form has no statistic
+
+    def sentence_body(self):
+        o = self.organizer
+        body = super().sentence_body()
+        return dataclasses.replace(body, statistic=ClusterStatistic(
+            o.q, o.lam, self.sample_thr if self.gathering else self._no_samples, self.top_row,
+            self.top_child))
 
     def row_updates(self, trained, counts):
         return None  # its tree re-organizes: rows are not combined across Dask workers
