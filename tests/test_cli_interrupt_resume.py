@@ -5,21 +5,9 @@ import pytest
 from semhuff import Word2Vec
 from semhuff.checkpoint import read_state
 from semhuff.cli import train
-from semhuff.hooks import Hook
+from test_checkpoint import Crash  # Ctrl-C once ``at`` words are done
 
 ARGS = ["--epochs", "3", "--dim", "16", "--min-count", "3", "--workers", "1", "--no-progress"]
-
-
-class Crash(Hook):
-    """Ctrl-C once ``at`` words are done."""
-    every_words = 1
-
-    def __init__(self, at):
-        self.at = at
-
-    def on_words(self, context):
-        if context.words_done >= self.at:
-            raise KeyboardInterrupt
 
 
 @pytest.fixture
