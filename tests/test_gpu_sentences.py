@@ -257,6 +257,27 @@ def test_one_block_device_run_is_the_cpu_run(eight_lanes, options):
     assert stats["pairs"] == sum(e.pairs for e in dev.reports[0].epochs)
 
 
+def test_many_blocks_lower_the_loss_like_the_cpu_trainer(eight_lanes):
+    """Three blocks, each walking every third sentence with its own stream: epoch by epoch the
+    loss per prediction falls as the CPU trainer's does, and stays within 5% of it."""
+    kw = dict(vector_size=D, window=2, min_count=1, sample=0, epochs=3, seed=3, alpha=0.2,
+              shrink_windows=False,
+              progress=False, workers=1, loss="hs")
+    rng = np.random.default_rng(2)
+    follows = rng.integers(0, 16, size=(16, 2))  # each word is followed by one of two words
+    walk = [0]
+    for choice in rng.integers(0, 2, size=179):
+        walk.append(follows[walk[-1], choice])
+    texts = [[f"w{w}" for w in walk[i:i + 20]] for i in range(0, 180, 20)]
+    cpu = Word2Vec(texts, **kw).reports[0].epochs
+    dev = Word2Vec(texts, device="cuda", device_options={"blocks": 3}, **kw).reports[0].epochs
+    losses = [e.loss_per_pair for e in dev]
+    assert losses == sorted(losses, reverse=True) and losses[-1] < 0.95 * losses[0]
+    for got, expected in zip(dev, cpu):
+        assert got.pairs == expected.pairs  # the full window: the same predictions
+        assert got.loss_per_pair == pytest.approx(expected.loss_per_pair, rel=0.05)
+
+
 def test_device_chunks_are_large_and_sentences_cut(eight_lanes):
     """The session asks the trainer for chunks of at least ``chunk_words`` and cuts sentences at
     ``sentence_words``: one block a sentence piece."""
