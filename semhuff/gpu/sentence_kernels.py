@@ -115,6 +115,56 @@ def _binary_gradient(s, label, alpha, saturate, sig, nllt):
 
 
 @functools.lru_cache(maxsize=None)
+def lane_ops(dim: int, lanes: int):
+    """What both kernels do lane by lane, for vectors of ``dim`` over blocks of ``lanes`` (lane
+    ``l`` holds the dimensions ``l, l + lanes, ...``): ``(dot, total, load, mean_of)``."""
+    D, LANES = int(dim), int(lanes)
+    KD = (D + LANES - 1) // LANES
+
+    @cuda.jit(device=True)
+    def dot(h, rows, row, lane):
+        """This lane's share of ``h . rows[row]``."""
+        acc = f32(0.0)
+        for e in range(KD):
+            d = lane + LANES * e
+            if d < D:
+                acc += h[e] * rows[row, d]
+        return acc
+
+    @cuda.jit(device=True)
+    def total(part, i):
+        """The lanes' shares ``part[i, :lanes]`` summed: one dot product."""
+        s = f32(0.0)
+        for j in range(LANES):
+            s += part[i, j]
+        return s
+
+    @cuda.jit(device=True)
+    def load(h, err, rows, row, lane):
+        """``h`` = this lane's share of ``rows[row]``; ``err`` = 0."""
+        for e in range(KD):
+            d = lane + LANES * e
+            h[e] = rows[row, d] if d < D else f32(0.0)
+            err[e] = f32(0.0)
+
+    @cuda.jit(device=True)
+    def mean_of(h, syn0, ids, first, k, mean, lane):
+        """CBOW's input (``kernels.common.context_mean``): the mean (or sum) of the ``k`` rows
+        ``syn0[ids[first:first + k]]``, this lane's share."""
+        for e in range(KD):
+            d = lane + LANES * e
+            acc = f32(0.0)
+            if d < D:
+                for j in range(k):
+                    acc += syn0[ids[first + j], d]
+                if mean:
+                    acc *= f32(1.0 / k)
+            h[e] = acc
+
+    return dot, total, load, mean_of
+
+
+@functools.lru_cache(maxsize=None)
 def sentence_kernel(sg: bool, dim: int, window: int, cbow_mean: bool = True, hs: bool = True,
                     top: int = 0, saturate: bool = False, negative: int = 0,
                     ns_batched: bool = False, lanes: int = WARP, atomic: bool = True,
@@ -159,6 +209,7 @@ def sentence_kernel(sg: bool, dim: int, window: int, cbow_mean: bool = True, hs:
     PAD = LANES + 1                        # shared rows padded: no bank conflicts on the sums
     ROWS = NODES + 1                       # partial sums' rows: NS's |h|^2 one more
     GRADS = 2 * NODES + 2                  # gradients, and NS's whole dot products
+    dot, total, load, mean_of = lane_ops(D, LANES)
     # (shared shapes must be constants here: computed in the kernel they fail to type on a GPU)
 
     @cuda.jit(device=True)
@@ -208,20 +259,11 @@ def sentence_kernel(sg: bool, dim: int, window: int, cbow_mean: bool = True, hs:
         for c0 in range(0, depth, NODES):
             m = min(NODES, depth - c0)
             for i in range(m):
-                node = points[w, c0 + i]
-                acc = f32(0.0)
-                for e in range(KD):
-                    d = lane + LANES * e
-                    if d < D:
-                        acc += h[e] * syn1[node, d]
-                part[i, lane] = acc
+                part[i, lane] = dot(h, syn1, points[w, c0 + i], lane)
             cuda.syncthreads()
             if lane < m:
-                s = f32(0.0)
-                for j in range(LANES):
-                    s += part[lane, j]
-                g, nll = _binary_gradient(s, f32(1 - codes[w, c0 + lane]), alpha, SAT, sig,
-                                          nllt)
+                g, nll = _binary_gradient(total(part, lane), f32(1 - codes[w, c0 + lane]), alpha,
+                                          SAT, sig, nllt)
                 gsh[lane] = g
                 loss += nll
             cuda.syncthreads()
@@ -247,23 +289,14 @@ def sentence_kernel(sg: bool, dim: int, window: int, cbow_mean: bool = True, hs:
         loss = 0.0
         m = NEG + 1
         hh = f32(0.0)
+        for e in range(KD):
+            hh += h[e] * h[e]  # (a lane's dimensions past dim hold 0)
         for t in range(m):
-            target = w if t == 0 else noise[first + t - 1]
-            acc = f32(0.0)
-            for e in range(KD):
-                d = lane + LANES * e
-                if d < D:
-                    acc += h[e] * syn1neg[target, d]
-                    if t == 0:
-                        hh += h[e] * h[e]
-            part[t, lane] = acc
+            part[t, lane] = dot(h, syn1neg, w if t == 0 else noise[first + t - 1], lane)
         part[m, lane] = hh
         cuda.syncthreads()
         if lane < m + 1:  # each output's whole dot product (row m: |h|^2)
-            s = f32(0.0)
-            for j in range(LANES):
-                s += part[lane, j]
-            gsh[NODES + lane] = s
+            gsh[NODES + lane] = total(part, lane)
         cuda.syncthreads()
         if lane == 0:  # in order: a repeated noise word reads its first draw's update
             h2 = gsh[NODES + m]
@@ -295,9 +328,10 @@ def sentence_kernel(sg: bool, dim: int, window: int, cbow_mean: bool = True, hs:
 
     @cuda.jit(device=True)
     def ns_batched_centre(syn0, syn1neg, ctx, k, w, noise, alpha, part, gsh, lane, sig, nllt,
-                          neu):
+                          neu, row):
         """``kernels.ns.centre_batched`` (HogBatch): every output row scored against the ``k``
-        contexts at once. Returns this lane's nll."""
+        contexts at once (``row``: this lane's share of the row as it was). Returns this lane's
+        nll."""
         loss = 0.0
         for j in range(k):
             for e in range(KD):
@@ -306,33 +340,27 @@ def sentence_kernel(sg: bool, dim: int, window: int, cbow_mean: bool = True, hs:
             target = w if t == 0 else noise[t - 1]
             if t > 0 and target == w:
                 continue
+            for e in range(KD):
+                d = lane + LANES * e
+                row[e] = syn1neg[target, d] if d < D else f32(0.0)
             for j in range(k):
-                acc = f32(0.0)
-                for e in range(KD):
-                    d = lane + LANES * e
-                    if d < D:
-                        acc += syn0[ctx[j], d] * syn1neg[target, d]
-                part[j, lane] = acc
+                part[j, lane] = dot(row, syn0, ctx[j], lane)
             cuda.syncthreads()
             if lane < k:
-                s = f32(0.0)
-                for j in range(LANES):
-                    s += part[lane, j]
-                g, nll = _binary_gradient(s, f32(1.0) if t == 0 else f32(0.0), alpha, True, sig,
-                                          nllt)
+                g, nll = _binary_gradient(total(part, lane), f32(1.0) if t == 0 else f32(0.0),
+                                          alpha, True, sig, nllt)
                 gsh[lane] = g
                 loss += nll
             cuda.syncthreads()
             for e in range(KD):
                 d = lane + LANES * e
                 if d < D:
-                    r = syn1neg[target, d]
-                    total = f32(0.0)
+                    summed = f32(0.0)
                     for j in range(k):
                         g = gsh[j]
-                        neu[j, e] += g * r
-                        total += g * syn0[ctx[j], d]
-                    update(syn1neg, target, d, r, total)
+                        neu[j, e] += g * row[e]
+                        summed += g * syn0[ctx[j], d]
+                    add(syn1neg, target, d, summed)
         for j in range(k):
             for e in range(KD):
                 d = lane + LANES * e
@@ -400,10 +428,7 @@ def sentence_kernel(sg: bool, dim: int, window: int, cbow_mean: bool = True, hs:
                                 deferred[i, e] = f32(0.0)
                         for j in range(k):
                             r = ctx[j]
-                            for e in range(KD):
-                                d = lane + LANES * e
-                                h[e] = syn0[r, d] if d < D else f32(0.0)
-                                err[e] = f32(0.0)
+                            load(h, err, syn0, r, lane)
                             loss += hs_walk(h, err, w, syn1, points, codes, lengths, alpha, part,
                                             gsh, lane, sig, nllt, deferred, top)
                             for e in range(KD):
@@ -422,14 +447,11 @@ def sentence_kernel(sg: bool, dim: int, window: int, cbow_mean: bool = True, hs:
                     if NEG and BATCHED:
                         if k > 0:
                             loss += ns_batched_centre(syn0, syn1neg, ctx, k, w, noise, alpha,
-                                                      part, gsh, lane, sig, nllt, neu)
+                                                      part, gsh, lane, sig, nllt, neu, h)
                     elif NEG:
                         for j in range(k):
                             r = ctx[j]
-                            for e in range(KD):
-                                d = lane + LANES * e
-                                h[e] = syn0[r, d] if d < D else f32(0.0)
-                                err[e] = f32(0.0)
+                            load(h, err, syn0, r, lane)
                             loss += ns_walk(h, err, w, syn1neg, noise, j * NEG, alpha, part, gsh,
                                             lane, sig, nllt)
                             for e in range(KD):
@@ -439,15 +461,8 @@ def sentence_kernel(sg: bool, dim: int, window: int, cbow_mean: bool = True, hs:
                     pairs += k
                 elif k > 0:  # CBOW: the contexts' mean (or sum) predicts w
                     inv = f32(1.0 / k)
+                    mean_of(h, syn0, ctx, 0, k, MEAN, lane)
                     for e in range(KD):
-                        d = lane + LANES * e
-                        acc = f32(0.0)
-                        if d < D:
-                            for j in range(k):
-                                acc += syn0[ctx[j], d]
-                            if MEAN:
-                                acc *= inv
-                        h[e] = acc
                         err[e] = f32(0.0)
                     if PICK:
                         state = pick_centre(state, w, k, ctx, sample_thr, picks, pick_count, lane)
@@ -498,6 +513,7 @@ def observe_kernel(sg: bool, dim: int, cbow_mean: bool = True, lanes: int = WARP
     MEAN = bool(cbow_mean) or SG
     KD = (D + LANES - 1) // LANES
     NODES, PAD = LANES, LANES + 1
+    dot, total, load, mean_of = lane_ops(D, LANES)
 
     @cuda.jit
     def observe(syn0, syn1, picks, pick_count, q, lam, top_row, top_child, nllt, logp):
@@ -506,40 +522,24 @@ def observe_kernel(sg: bool, dim: int, cbow_mean: bool = True, lanes: int = WARP
         part = cuda.shared.array((NODES, PAD), numba.float32)
         scores = cuda.shared.array(NODES, numba.float32)
         h = cuda.local.array(KD, numba.float32)
+        unused = cuda.local.array(KD, numba.float32)
         n_top = top_row.shape[0]
         for p in range(block, min(pick_count[0], picks.shape[0]), cuda.gridDim.x):
             w = picks[p, 0]
             k = picks[p, 1]
             keep = f64(lam[w])
             for j in range(k if SG else min(k, 1)):
-                for e in range(KD):
-                    d = lane + LANES * e
-                    acc = f32(0.0)
-                    if d < D:
-                        if SG:
-                            acc = syn0[picks[p, 2 + j], d]
-                        else:
-                            for c in range(k):
-                                acc += syn0[picks[p, 2 + c], d]
-                            if MEAN:
-                                acc *= f32(1.0 / k)
-                    h[e] = acc
+                if SG:
+                    load(h, unused, syn0, picks[p, 2 + j], lane)
+                else:
+                    mean_of(h, syn0, picks[p], 2, k, MEAN, lane)
                 for c0 in range(0, n_top, NODES):
                     m = min(NODES, n_top - c0)
                     for i in range(m):
-                        row = top_row[c0 + i]
-                        acc = f32(0.0)
-                        for e in range(KD):
-                            d = lane + LANES * e
-                            if d < D:
-                                acc += h[e] * syn1[row, d]
-                        part[i, lane] = acc
+                        part[i, lane] = dot(h, syn1, top_row[c0 + i], lane)
                     cuda.syncthreads()
                     if lane < m:
-                        s = f32(0.0)
-                        for t in range(LANES):
-                            s += part[lane, t]
-                        scores[lane] = s
+                        scores[lane] = total(part, lane)
                     cuda.syncthreads()
                     if lane == 0:  # root first: a node's log-probability is set before its own
                         for i in range(m):
