@@ -48,6 +48,7 @@ import numpy as np
 from numba import cuda  # the name must be ``cuda``: the simulator swaps it in kernels' globals
 
 from ..kernels.common import MAX_EXP, TABLE_SCALE
+from .numba_kernels import log_sigmoid
 
 WARP = 32               # lanes of a block on a GPU: one warp
 MAX_DEFERRED = 8        # HS levels whose updates may wait for the centre's end ("mixed": 4)
@@ -93,18 +94,11 @@ def _alpha_at(alpha0, min_alpha, done, total):
 
 
 @cuda.jit(device=True)
-def _log_sigmoid(x):
-    if x >= 0:
-        return -math.log1p(math.exp(-x))
-    return x - math.log1p(math.exp(x))
-
-
-@cuda.jit(device=True)
 def _binary_gradient(s, label, alpha, saturate, sig, nllt):
     """(gradient factor, nll) of one binary output with label 1 or 0 (the CPU's ``_gradient``
     of HS, label ``1 - code``; NS passes ``saturate`` True: ``_gradient_and_loss``)."""
     if s <= -MAX_EXP or s >= MAX_EXP:
-        nll = -_log_sigmoid(f64(s) if label > 0.5 else -f64(s))
+        nll = -log_sigmoid(f64(s) if label > 0.5 else -f64(s))
         if not saturate:
             return f32(0.0), nll
         f = f32(1.0) if s >= MAX_EXP else f32(0.0)
@@ -549,7 +543,7 @@ def observe_kernel(sg: bool, dim: int, cbow_mean: bool = True, lanes: int = WARP
                             for b in range(2):
                                 x = s if b == 0 else -s
                                 if x <= -MAX_EXP or x >= MAX_EXP:
-                                    lp = base + _log_sigmoid(x)
+                                    lp = base + log_sigmoid(x)
                                 else:
                                     lp = base - nllt[0, np.uint64((x + MAX_EXP) * TABLE_SCALE)]
                                 child = top_child[node, b]
