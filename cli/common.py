@@ -168,6 +168,7 @@ _NOTES_GIVEN: set = set()  # a command line parsed twice (semhuff-train's given 
 
 
 def deprecation_note(line: str) -> None:
+    """``line`` on stderr, once a command line."""
     if line not in _NOTES_GIVEN:
         _NOTES_GIVEN.add(line)
         print(line, file=sys.stderr)
@@ -179,12 +180,11 @@ def new_command_line() -> None:
 
 
 def add_deprecated_spelling(parser: argparse.ArgumentParser, old: str, new: str,
-                            container=None, target: Optional[argparse.Action] = None) -> None:
+                            target: Optional[argparse.Action] = None) -> None:
     """``old`` does what ``parser``'s option ``new`` does, hidden from --help, with a note saying
-    ``new`` when used; ``container``: the group to add it to (a mutually exclusive one);
-    ``target``: the action to run instead of ``new``'s (a positional's, say)."""
+    ``new`` when used; ``target``: the action to run instead of ``new``'s (a positional's)."""
     target = target or parser._option_string_actions[new]
-    (container or parser).add_argument(old, action=_DeprecatedSpelling, target=target, new=new)
+    parser.add_argument(old, action=_DeprecatedSpelling, target=target, new=new)
 
 
 def deprecated_value(prog: str, flag: str, old: str, new: str,

@@ -90,7 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "tree over the network's own input embeddings, the rows carried over "
                         "(default 0: never)")
     g.add_argument("--clip", type=float, default=0.25, help="gradient norm clip (default 0.25)")
-    g.add_argument("--workers", dest="threads", type=int,
+    g.add_argument("--workers", dest="threads", type=int, metavar="N",
                    help="PyTorch's threads (default: its own)")
     g.add_argument("--seed", type=int, default=1)
     g = p.add_argument_group("device and long runs")
@@ -194,7 +194,7 @@ def build_score_parser() -> argparse.ArgumentParser:
                    "run's)")
     p.add_argument("--bptt", type=int, metavar="N", help="steps a row is read in (default: the run's)")
     p.add_argument("--device", default="cpu", metavar="cpu|cuda|cuda:N")
-    p.add_argument("--workers", dest="threads", type=int,
+    p.add_argument("--workers", dest="threads", type=int, metavar="N",
                    help="PyTorch's threads (default: its own)")
     p.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
     add_plugin_option(p)
