@@ -269,9 +269,11 @@ def _lm_run(data, folder, tag, resume_from=None):
 def _two_process_rank(rank, world, init, data, folder, results):
     """Rank ``rank`` of a gloo group: the uninterrupted 2-process run, then 2 processes
     resuming from the 2-process and from the 1-process first checkpoints."""
+    import faulthandler
     import traceback
 
     import torch.distributed as dist
+    faulthandler.enable()  # a crash prints this rank's stack (mp.spawn says only the signal)
     os.environ.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(world))
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=init, rank=rank, world_size=world)

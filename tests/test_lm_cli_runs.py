@@ -271,7 +271,7 @@ def test_torchrun_two_processes_give_one_process_perplexity(tmp_path):
     import subprocess
     import sys
     run = TINY + ["--batch-size", "8", "--loss", "self-organized", "--reassign-every", "4"]
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONFAULTHANDLER": "1"}  # a crash: its stack
     one, two = tmp_path / "one.json", tmp_path / "two.json"
     done = subprocess.run([sys.executable, "-m", "semhuff.cli.lm", *run, "--report", str(one),
                            "-q"], capture_output=True, text=True, timeout=120, env=env)
@@ -313,7 +313,7 @@ def _torchrun(args, timeout=180):
     return subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone",
                            "--nproc-per-node", "2", "-m", "semhuff.cli.lm", *args],
                           capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, "OMP_NUM_THREADS": "1"})
+                          env={**os.environ, "OMP_NUM_THREADS": "1", "PYTHONFAULTHANDLER": "1"})
 
 
 def test_torchrun_checkpoints_resume_as_one_uninterrupted_run(tmp_path):
