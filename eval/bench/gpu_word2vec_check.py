@@ -163,12 +163,16 @@ def main(argv=None) -> int:
             json.dump(result, fh, indent=1)
         os.replace(tmp, args.out)
 
+    # the most wanted first, so that a check cut short by its budget has them: the CPU trainer
+    # and the default form for every configuration, then the batched form, then the extras
     plan = []
     for config in args.configs:
-        plan += [(config, "cpu", None)] + [(config, form, {"mode": form}) for form in args.forms]
-        if config == args.configs[0]:
-            plan += [(config, f"sentence {extra}", {"mode": "sentence", **_options(extra)})
-                     for extra in args.extra]
+        plan += [(config, "cpu", None)]
+        plan += [(config, "sentence", {"mode": "sentence"})] if "sentence" in args.forms else []
+    plan += [(config, "batched", {"mode": "batched"}) for config in args.configs
+             if "batched" in args.forms]
+    plan += [(args.configs[0], f"sentence {extra}", {"mode": "sentence", **_options(extra)})
+             for extra in args.extra]
     for config, name, options in plan:
         runs = result["runs"].setdefault(config, {"cpu": None, "device": {}})
         if args.time_budget and time.perf_counter() - started > args.time_budget:
