@@ -159,3 +159,9 @@ def test_a_nonfinite_step_is_found_rerun_and_localised_in_the_in_cluster_part(po
     assert lm_open.is_failure("in_cluster_bf16", key, row)
     assert not lm_open.is_failure("in_cluster_bf16", ("lstm", f"class, {lm_open.BF16_FEED}"),
                                   row)
+    # on one batch: the float32 feed off the loop's numbers fails, the bf16 feed's NaN does not
+    same = {lm_open.FLOAT32_FEED: {"finite": True, "max_rel_diff_vs_loop": 1e-7},
+            lm_open.BF16_FEED: {"finite": False, "max_rel_diff_vs_loop": math.nan}}
+    assert not lm_open.is_failure("in_cluster_bf16", ("same_batch", "class, N(0,1)"), same)
+    same[lm_open.FLOAT32_FEED]["max_rel_diff_vs_loop"] = 0.1
+    assert lm_open.is_failure("in_cluster_bf16", ("same_batch", "class, N(0,1)"), same)
