@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import numpy as np
-from gensim.models import KeyedVectors
 
 from ..errors import VectorsError
 from ..vectors_io import LoadReport, read_vectors, strip_compression
+
+if TYPE_CHECKING:  # only annotations name it: importing semhuff.eval needs no gensim (the GPU
+    from gensim.models import KeyedVectors  # image lacks it; eval/bench/light_quality.py)
 
 __all__ = ["DEFAULT_RESTRICT_VOCAB", "LoadReport", "LoadedVectors", "Lookup", "VectorsError",
            "batch_rows", "default_names", "load_vectors", "non_finite_message", "unit_rows"]

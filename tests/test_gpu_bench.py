@@ -3,6 +3,7 @@
 free quality figures against gensim's, and the word2vec device check's JSON (simulator)."""
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -11,6 +12,7 @@ import pytest
 
 from conftest import zipf_corpus
 from semhuff.eval.bench.gpu_concurrency import DIM, MERGES, emulate_chunk
+from semhuff.eval.bench.light_quality import FILES, gensim_data_folder
 from semhuff.gpu.sentences import block_seeds
 from semhuff.kernels import loop
 from semhuff.trees.huffman import build_huffman
@@ -134,19 +136,26 @@ def test_light_analogies_are_gensims(tmp_path):
 
 
 def test_the_word2vec_device_check_writes_every_figure(tmp_path):
-    """``gpu_word2vec_check --quick`` in the simulator: one line a run, and the JSON the
-    issue asks for (per configuration: the CPU trainer and the device's forms, each with
-    words_per_second, peak_device_mib and the three quality figures)."""
+    """``gpu_word2vec_check --quick`` in the simulator, without gensim (as on the GPU image):
+    one line a run, and the JSON the issue asks for (per configuration: the CPU trainer and the
+    device's forms, each with words_per_second, peak_device_mib and the three quality
+    figures)."""
     corpus = tmp_path / "c.txt"
     rng = np.random.default_rng(0)
     corpus.write_text("\n".join(" ".join(f"w{w}" for w in rng.zipf(1.5, 12) % 20)
                                 for _ in range(12)) + "\n")
     out = tmp_path / "w2v.json"
+    data = tmp_path / "eval"
+    data.mkdir()
+    for name in FILES.values():  # the evaluation files travel with the check (no gensim there)
+        shutil.copy(os.path.join(gensim_data_folder(), name), data / name)
     env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1", "SEMHUFF_GPU_LANES": "8"}
-    run = subprocess.run([sys.executable, "-m", "semhuff.eval.bench.gpu_word2vec_check",
-                          "--quick", "--corpus", str(corpus), "--configs", "cbow-hs",
-                          "--out", str(out)], env=env, capture_output=True, text=True,
-                         timeout=600)
+    # as on the GPU image: no gensim, nltk or rustworkx
+    hide = ("import sys, runpy; sys.modules.update(gensim=None, nltk=None, rustworkx=None); "
+            "runpy.run_module('semhuff.eval.bench.gpu_word2vec_check', run_name='__main__')")
+    run = subprocess.run([sys.executable, "-c", hide, "--quick", "--corpus", str(corpus),
+                          "--eval-data", str(data), "--configs", "cbow-hs", "--out", str(out)],
+                         env=env, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr
     assert len([ln for ln in run.stdout.splitlines() if ln.startswith("cbow-hs")]) == 3
     result = json.loads(out.read_text())

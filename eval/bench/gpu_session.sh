@@ -41,7 +41,7 @@ else
     export NUMBA_ENABLE_CUDASIM=0
     quick=(); lmquick=(); tests=(-k "sg-hs-mixed-saturate or sg-ns-batched-plain or warp")
     extra=(--extra blocks=512 blocks=0 updates=plain blocks=32)
-    w2v_budget="${W2V_BUDGET:-240}"; lm_budget="${LM_BUDGET:-100}"
+    w2v_budget="${W2V_BUDGET:-230}"; lm_budget="${LM_BUDGET:-120}"
 fi
 echo "== correctness: one block against the CPU kernel ($((SECONDS - started)) s)"
 (cd "$root/tests" && timeout 100 "$python" -m pytest -q -p no:cacheprovider \
@@ -51,7 +51,7 @@ timeout "$((w2v_budget + 60))" "$python" -m semhuff.eval.bench.gpu_word2vec_chec
     "${corpus[@]}" "${evaldata[@]}" "${quick[@]}" --out "$out/word2vec.json" \
     --time-budget "$w2v_budget" "${extra[@]}" || status=1
 echo "== language models: the open checks ($((SECONDS - started)) s)"
-timeout "$((lm_budget + 40))" "$python" -m semhuff.eval.bench.lm_gpu_open \
+timeout "$((lm_budget + 40))" "$python" "$root/eval/bench/lm_gpu_open.py" \
     --out "$out/lm.json" --time-budget "$lm_budget" "${lmquick[@]}" || status=1
 echo "session status $status after $((SECONDS - started)) s"
 exit $status

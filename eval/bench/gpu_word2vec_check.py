@@ -72,7 +72,8 @@ def train(corpus, vocab, config, args, device_options=None) -> dict:
                     if k in stats})
     else:
         out["peak_device_mib"] = None
-    scores = quality(model.wv.index_to_key, model.wv.vectors, args.eval_data)
+    # the vocabulary and input vectors themselves: ``model.wv`` would need gensim
+    scores = quality(model.vocab.words, model.syn0, args.eval_data)
     out.update({k: round(v, 4) if v == v else None for k, v in scores.items()})  # NaN: no pair
     return out
 
