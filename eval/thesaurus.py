@@ -73,7 +73,3 @@ def write_pairs(handle, pairs: Iterable[tuple[str, str]], header: Iterable[str] 
         handle.write(f"{a}\t{b}\n")
         n += 1
     return n
-
-
-def default_mythes_path(root: Path) -> Path:
-    return root / "thesaurus" / "mythes-en-us" / "th_en_US_v2.dat"

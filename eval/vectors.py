@@ -120,11 +120,6 @@ class Lookup:
         found = [self.get(w) for w in words]
         return None if any(i is None for i in found) else found
 
-    def same_word_indices(self, i: int) -> np.ndarray:
-        """``i`` and its case variants."""
-        extra = self.variants.get(i)
-        return np.array([i]) if extra is None else np.concatenate(([i], extra))
-
 
 def unit_rows(matrix: np.ndarray) -> np.ndarray:
     """Rows scaled to unit length; all-zero rows stay zero."""

@@ -261,10 +261,6 @@ def organizer_options(options: dict) -> dict:
     return {o.name: options.pop(o.name) for o in ORGANIZER_OPTIONS if o.name in options}
 
 
-def history_rows(history: np.ndarray) -> List[dict]:
-    return [dict(zip(HISTORY_FIELDS, map(float, row))) for row in history]
-
-
 # -- which rows a re-built tree keeps --------------------------------------------------------------
 # A row of a binary tree is a classifier between the two sets of leaves under its node. After a
 # re-assignment the tree is rebuilt (``clusters.cluster_tree``); a new node keeps the row of an
