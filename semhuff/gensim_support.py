@@ -14,7 +14,8 @@ from .errors import ModelFileError, OptionError
 from .layers import layer_class
 from .trees.base import Tree
 from .trees.huffman import build_huffman
-from .vocab import Vocab
+from .trees.spec import relabel_leaves
+from .vocab import Vocab, frequency_order
 
 logger = logging.getLogger(__name__)
 
@@ -24,12 +25,10 @@ def huffman_tree(counts) -> Tree:
     (stably) in descending order, then its leaves renamed back to the words' ids. Inner node
     ``i`` is the ``i``-th merge either way, so an online update keeps gensim's row order."""
     counts = np.asarray(counts, dtype=np.int64)
-    order = np.argsort(-counts, kind="stable")
-    tree = build_huffman(counts[order])
-    V = len(counts)
-    parent, branch = tree.parent.copy(), tree.branch.copy()
-    parent[order], branch[order] = tree.parent[:V], tree.branch[:V]
-    return Tree(parent, branch, kind="huffman")
+    order = frequency_order(counts)
+    if order is None:
+        return build_huffman(counts)
+    return relabel_leaves(build_huffman(counts[order]), order)
 
 
 def tree_from_paths(points: List[np.ndarray], codes: List[np.ndarray]) -> Tree:

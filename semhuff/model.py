@@ -23,6 +23,7 @@ from .hooks import Hook
 from .io_utils import (MODEL_LAYER_PREFIX, atomic_output, atomic_path, open_npz, pack_words,
                        unpack_words)
 from .layers import OutputLayer, check_layer_settings, layer_class, layer_from_state
+from .schedule import check_rate
 from .scoring import ScoreReport, score
 from .trainer import TrainReport, TrainSettings, train
 from .trees.base import Tree
@@ -56,11 +57,10 @@ def _check_options(vector_size, window, min_count, sample, alpha, min_alpha, epo
     need(isinstance(window, (int, np.integer)) and window >= 1, f"window must be a positive integer, got {window!r}")
     need(isinstance(min_count, (int, np.integer)) and min_count >= 1, f"min_count must be >= 1, got {min_count!r}")
     check_sample(sample)  # word2vec.c's fraction: >= 1 is an error here (semhuff.gensim's reading)
-    need(np.isfinite(alpha) and alpha > 0, f"alpha must be > 0, got {alpha!r}")
+    check_rate(alpha, min_alpha)
     if alpha >= MAX_SENSIBLE_ALPHA:  # word2vec.c and gensim accept any; a warning, not an error
         logger.warning("alpha=%g is far above word2vec's usual 0.025 (skip-gram) / 0.05 (CBOW): "
                        "training will most likely diverge or fail", alpha)
-    need(np.isfinite(min_alpha) and 0 <= min_alpha <= alpha, f"min_alpha must be in [0, alpha], got {min_alpha!r}")
     need(isinstance(epochs, (int, np.integer)) and epochs >= 1, f"epochs must be >= 1, got {epochs!r}")
     need(isinstance(workers, (int, np.integer)) and workers >= 1, f"workers must be >= 1, got {workers!r}")
     need(max_sentence_length >= 1, "max_sentence_length must be >= 1")

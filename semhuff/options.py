@@ -61,10 +61,43 @@ class Option:
                               f"{getattr(self.type, '__name__', 'a value')}") from None
 
 
+# option types (``Option.type``): a command-line spelling -> the value; named for the help
+def boolean(text) -> bool:
+    """``true``/``false`` (also 1/0, yes/no, on/off) as a bool; Python bools pass through."""
+    if isinstance(text, bool):
+        return text
+    lowered = str(text).strip().lower()
+    if lowered in ("true", "1", "yes", "on"):
+        return True
+    if lowered in ("false", "0", "no", "off"):
+        return False
+    raise ValueError(f"not a boolean: {text!r}")
+
+
+boolean.__name__ = "true/false"
+
+
+def int_list(text) -> List[int]:
+    """``"200,1000"`` (or a sequence of ints) as a list of ints."""
+    if isinstance(text, str):
+        return [int(part) for part in text.replace(" ", "").split(",") if part]
+    return [int(x) for x in text]
+
+
+int_list.__name__ = "comma-separated integers"
+
+
 # checks for ``Option.check``: an error phrase, or None when the value is fine
+def is_integer(value) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def integer(value) -> Optional[str]:
+    return None if is_integer(value) else "must be an integer"
+
+
 def positive_int(value) -> Optional[str]:
-    ok = isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= 1
-    return None if ok else "must be an integer >= 1"
+    return None if is_integer(value) and value >= 1 else "must be an integer >= 1"
 
 
 def _number(value) -> bool:

@@ -8,9 +8,24 @@ Dask's shards read it from here."""
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 
 from .errors import OptionError
+
+
+def check_rate(alpha, min_alpha) -> None:
+    """The one check of a learning rate (``Word2Vec``, ``TrainSettings``, every ``Schedule``):
+    a rate that rises, or is negative or not a number, would train silently wrong. 0 is a rate
+    (no update: the scoring plan's)."""
+    if not (_finite(alpha) and _finite(min_alpha) and 0 <= min_alpha <= alpha):
+        raise OptionError(f"the learning rate must fall from alpha >= 0 to min_alpha in "
+                          f"[0, alpha], got alpha={alpha!r}, min_alpha={min_alpha!r}")
+
+
+def _finite(value) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and \
+        math.isfinite(value)
 
 
 @dataclass(frozen=True)
@@ -20,12 +35,7 @@ class Schedule:
     total_words: int
 
     def __post_init__(self):
-        # a rate that rises, or is negative or not a number, would train silently wrong
-        if not (math.isfinite(self.alpha) and math.isfinite(self.min_alpha)
-                and 0 <= self.min_alpha <= self.alpha):
-            raise OptionError(f"the learning rate must fall from alpha >= 0 to min_alpha in "
-                              f"[0, alpha], got alpha={self.alpha!r}, "
-                              f"min_alpha={self.min_alpha!r}")
+        check_rate(self.alpha, self.min_alpha)
         if not self.total_words >= 1:
             raise OptionError(f"the learning rate decays over at least one word, got "
                               f"total_words={self.total_words!r}")

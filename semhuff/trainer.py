@@ -35,7 +35,7 @@ from .errors import CheckpointError, OptionError, TrainingDiverged
 from .hooks import Hook, HookContext, HookSchedule
 from .id_cache import cache_dir, check_space, estimate_bytes
 from .kernels.common import mix_seed
-from .schedule import Schedule
+from .schedule import check_rate
 from .wording import counted
 
 logger = logging.getLogger(__name__)
@@ -67,7 +67,7 @@ class TrainSettings:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
                 raise OptionError(f"{name} must be a positive integer, got {value!r}")
-        Schedule(self.alpha, self.min_alpha, 1)  # the rate's own range (``Schedule``)
+        check_rate(self.alpha, self.min_alpha)
 
     @classmethod
     def from_model(cls, model, epochs: int, lockf: Optional[np.ndarray] = None

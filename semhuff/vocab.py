@@ -17,6 +17,15 @@ from .wording import counted
 logger = logging.getLogger(__name__)
 
 
+def frequency_order(counts) -> Optional[np.ndarray]:
+    """None when ``counts`` are in descending order already (a ``Vocab``'s ids), else the ids
+    sorted by descending count (ties keep id order)."""
+    counts = np.asarray(counts)
+    if counts.ndim != 1 or not np.any(counts[:-1] < counts[1:]):
+        return None
+    return np.argsort(-counts, kind="stable")
+
+
 def scan_counts(
     sentences: Iterable[List[str]],
     max_vocab_size: Optional[int] = None,

@@ -11,25 +11,12 @@ from ..kernels import loop
 from ..options import Option
 from ..trees.base import Tree
 from ..trees import tree_builder_options
-from ..trees.spec import resolve_tree
+from ..trees.spec import SIMILARITY, TREE, resolve_tree
 from .base import OutputLayer
 
 ORDERS = ("mixed", "word2vec", "batched")
 CLIPS = ("skip", "saturate")
-def _not_a_layer(tree) -> str:
-    # one name, one thing: --tree names a tree; a learned clustering is a layer of its own
-    if isinstance(tree, str) and tree in ("self-organized", "frequency"):
-        return ("names a tree builder, and a self-organized tree is an output layer of its own: "
-                "loss 'hs-self-organized' (the class softmax: loss 'class' with clustering "
-                "'self-organized', 'frequency' or 'random')")
-    return None
 
-
-TREE = Option("tree", str, None, "the tree: a builder's name (huffman, the default; semhuff, "
-              "random, alphabetical, clusters, or a --plugin's) or a tree file from semhuff-tree "
-              "build (same corpus and --min-count)", metavar="KIND|FILE", check=_not_a_layer)
-SIMILARITY = Option("similarity", str, None, "similarity knowledge for --tree semhuff: wordnet, "
-                    "a pairs file or a vectors file")
 HS_ORDER = Option("hs_order", str, "mixed", "skip-gram + HS update order: word2vec.c's (context "
                   "by context), batched (a centre's contexts per path node, p-tHSM), or mixed "
                   "(batched on the top 4 tree levels, word2vec's below: scales best across "

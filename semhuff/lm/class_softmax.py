@@ -46,9 +46,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..errors import OptionError
-from ..options import Option
-from .output import CLUSTERS, LOSS_OPTIONS, SPARSE, boolean, clusters_of
-from ..trees.clusters import cluster_members
+from ..options import Option, boolean
+from ..trees.clusters import CLUSTERS, cluster_members, word_clusters
+from .output import LOSS_OPTIONS, SPARSE
 from .base import (LMOutputLayer, SparseRows, accumulate_dtype, check_sizes, rename_in_state_dict,
                    tokens_by_cluster)
 from .paths import Workspace, triton_wanted
@@ -72,7 +72,7 @@ class TwoLevelSoftmax(LMOutputLayer):
     @classmethod
     def from_vocab(cls, in_features, vocab, *, seed=1, device=None, dtype=None, clusters=None,
                    clustering="frequency", **settings):
-        cluster_of, n = clusters_of(vocab, clusters, clustering, seed)  # any id order
+        cluster_of, n = word_clusters(clustering, vocab.counts, clusters, seed)  # any id order
         return cls(in_features, cluster_of, n_clusters=n, device=device, dtype=dtype, **settings)
 
     def __init__(self, in_features: int, cluster_of, n_clusters: Optional[int] = None,

@@ -10,8 +10,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..errors import OptionError
-from ..options import Option, positive_number
-from .output import LOSS_OPTIONS, boolean, int_list, require_frequency_order
+from ..options import Option, boolean, int_list, positive_number
+from .output import LOSS_OPTIONS, require_frequency_order
 from .base import (LayerOutput, LMOutputLayer, accumulate_dtype, check_loss_options, check_sizes,
                    finish, flatten, prepare_targets)
 

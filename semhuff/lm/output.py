@@ -26,7 +26,6 @@ one-line ``OptionError``.
 from __future__ import annotations
 
 import hashlib
-import numbers
 from typing import Any, Dict, List, Optional, Tuple, Type
 
 import numpy as np
@@ -34,7 +33,9 @@ import torch
 from torch import nn
 
 from ..errors import OptionError
-from ..options import Option, check_settings, declared_by_owner, positive_int
+from ..options import (Option, boolean, check_settings, declared_by_owner, int_list, integer,
+                       is_integer, positive_int)
+from ..trees.clusters import CLUSTERS
 
 LM_LAYERS: Dict[str, Type[nn.Module]] = {}
 TRAINER_DEFAULTS: Dict[str, Dict[str, Any]] = {}  # the LM trainer's own choices per layer
@@ -44,42 +45,11 @@ INTERFACE = ("from_vocab", "forward", "log_prob", "predict", "after_step", "desc
              "cluster_log_prob")
 
 
-# -- option types (command-line spellings) -----------------------------------------------------
-
-def boolean(text) -> bool:
-    """``true``/``false`` (also 1/0, yes/no, on/off) as a bool; Python bools pass through."""
-    if isinstance(text, bool):
-        return text
-    lowered = str(text).strip().lower()
-    if lowered in ("true", "1", "yes", "on"):
-        return True
-    if lowered in ("false", "0", "no", "off"):
-        return False
-    raise ValueError(f"not a boolean: {text!r}")
-
-
-boolean.__name__ = "true/false"
-
-
-def int_list(text) -> List[int]:
-    """``"200,1000"`` (or a sequence of ints) as a list of ints."""
-    if isinstance(text, str):
-        return [int(part) for part in text.replace(" ", "").split(",") if part]
-    return [int(x) for x in text]
-
-
-int_list.__name__ = "comma-separated integers"
-
-
-def _is_int(value) -> bool:
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
-
-
 # the loss options of torch.nn.CrossEntropyLoss, taken by every built-in layer
 LOSS_OPTIONS = (
     Option("ignore_index", int, -100, "a target id that adds no loss and no gradient (padding), "
            "as torch.nn.CrossEntropyLoss", metavar="ID",
-           check=lambda v: None if _is_int(v) else "must be an integer", cli=False),
+           check=integer, cli=False),
     Option("reduction", str, "mean", "the loss returned: the mean over the targets not "
            "ignored, their sum, or none (one per token)", choices=("mean", "sum", "none"),
            cli=False),
@@ -90,14 +60,6 @@ LOSS_OPTIONS = (
 SPARSE = Option("sparse", boolean, False, "the output weights' gradient as a sparse tensor of "
                 "the rows a batch touched (SGD, Adagrad, SparseAdam then update only those; "
                 "semhuff-lm trains the tree forms so unless told --sparse false)")
-CLUSTERS = Option("clusters", int, None, "number of clusters (default: about sqrt(V))",
-                  check=positive_int)
-TREE = Option("tree", str, None, "the tree: a builder's name (huffman, the default; semhuff, "
-              "random, alphabetical, clusters, or a --plugin's), a tree file from semhuff-tree "
-              "build or a saved Word2Vec model (its tree; same words)", metavar="KIND|FILE")
-SIMILARITY = Option("similarity", str, None, "similarity knowledge for --tree semhuff: wordnet, "
-                    "a pairs file or a vectors file")
-
 
 def _organizer_options() -> Tuple[Option, ...]:
     """The self-organizing layers' settings: the organizer's own declarations (shared with the
@@ -123,26 +85,6 @@ def tree_for(spec, vocab, similarity, seed: int, builder_options: Dict[str, Any]
         return resolve_tree(spec, vocab, similarity=similarity, seed=seed, **builder_options)
     except TreeError as exc:
         raise OptionError(str(exc)) from None
-
-
-def clusters_of(vocab, clusters: Optional[int], clustering: str, seed: int):
-    """(cluster of each word id, number of clusters) for the class layer: built over the
-    frequency-sorted ids and relabelled to the vocabulary's own, as trees are."""
-    from ..trees.clusters import (check_clusters, default_clusters, frequency_binning,
-                                  random_clusters)
-    from ..trees.spec import frequency_order
-    counts = np.asarray(vocab.counts)
-    n = check_clusters(default_clusters(counts.size) if clusters is None else clusters,
-                       counts.size)
-    order = frequency_order(counts)
-    ranked = counts if order is None else counts[order]
-    cluster_of = (frequency_binning(ranked, n) if clustering == "frequency"
-                  else random_clusters(counts.size, n, seed))
-    if order is not None:
-        relabelled = np.empty_like(cluster_of)
-        relabelled[order] = cluster_of
-        cluster_of = relabelled
-    return cluster_of, n
 
 
 # -- the registry ------------------------------------------------------------------------------
@@ -229,7 +171,7 @@ def as_vocab(vocab, counts):
     """(a ``Vocab`` in the caller's id order, whether its words are real) from
     ``make_output_layer``'s ``vocab`` / ``counts``."""
     from ..vocab import Vocab
-    if _is_int(vocab) or isinstance(vocab, np.integer):
+    if is_integer(vocab) or isinstance(vocab, np.integer):
         raise OptionError(f"vocab={vocab}: the layers need each word's count, not only their "
                           f"number: give counts= (one count per word id, e.g. "
                           f"torch.bincount(train_ids)) or a semhuff Vocab")
@@ -264,7 +206,7 @@ def as_vocab(vocab, counts):
 def require_frequency_order(vocab, what: str) -> None:
     """A one-line error unless the ids are in descending order of count (for layers whose
     structure is id ranges)."""
-    from ..trees.spec import frequency_order
+    from ..vocab import frequency_order
     if frequency_order(vocab.counts) is not None:
         raise OptionError(f"{what} needs word ids in descending order of count (a semhuff "
                           f"Vocab's order); renumber the words, or use the tree or class layer, "

@@ -56,8 +56,8 @@ import numpy as np
 import torch
 
 from ..errors import OptionError
-from ..options import Option, positive_int
-from .output import LOSS_OPTIONS, _organizer_options, boolean, require_frequency_order
+from ..options import Option, boolean, positive_int
+from .output import LOSS_OPTIONS, _organizer_options, require_frequency_order
 from ..trees.clusters import cluster_tree
 from ..trees.organizer import SelfOrganizer, remap_rows, split_keys
 from .base import LOW_PRECISION, Cache, LMOutputLayer, accumulate_dtype, check_sizes

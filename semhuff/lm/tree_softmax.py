@@ -22,7 +22,8 @@ from torch import nn
 
 from ..errors import OptionError, TreeError
 from ..trees.base import Tree
-from .output import LOSS_OPTIONS, SIMILARITY, SPARSE, TREE, build_layer, tree_for
+from ..trees.spec import SIMILARITY, TREE
+from .output import LOSS_OPTIONS, SPARSE, build_layer, tree_for
 from .base import (Cache, LMOutputLayer, SparseRows, accumulate_dtype, check_sizes,
                    rename_in_state_dict)
 from .paths import PathBatch, Workspace, leaf_paths, path_buffers, path_scores, paths_log_prob

@@ -123,8 +123,8 @@ def random_clusters_tree(vocab, similarity=None, seed=1, clusters=None, **option
     """Random clusters (about sqrt(V)) in their binary form (``clusters.cluster_tree``): the
     self-organized tree's starting point, never re-organized (a baseline)."""
     _no_options("clusters", similarity, options)
-    from .clusters import check_clusters, cluster_tree, default_clusters, random_clusters
-    n = check_clusters(default_clusters(len(vocab)) if clusters is None else clusters, len(vocab))
+    from .clusters import check_clusters, cluster_tree, random_clusters
+    n = check_clusters(clusters, len(vocab))
     return cluster_tree(random_clusters(len(vocab), n, seed), vocab.counts, n, kind="clusters")[0]
 
 # a tree spec (name, Tree, tree file, model) -> a Tree for every caller: semhuff.trees.spec.resolve_tree

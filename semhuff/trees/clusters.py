@@ -25,6 +25,7 @@ import numpy as np
 
 from ..errors import OptionError
 from ..options import Option, positive_int
+from ..vocab import frequency_order
 from .base import Tree
 
 
@@ -37,7 +38,11 @@ def default_clusters(n_words: int) -> int:
     return max(1, int(round(math.sqrt(n_words))))
 
 
-def check_clusters(n_clusters: int, n_words: int) -> int:
+def check_clusters(n_clusters: Optional[int], n_words: int) -> int:
+    """The number of clusters to use: ``n_clusters``, or about sqrt(V) when not given (None
+    only: 0 is an error, never the default)."""
+    if n_clusters is None:
+        return default_clusters(n_words)
     if not isinstance(n_clusters, (int, np.integer)) or not 1 <= n_clusters <= n_words:
         raise OptionError(f"the number of clusters must be in 1..{n_words} (the vocabulary), "
                           f"got {n_clusters!r}")
@@ -179,10 +184,27 @@ def agreement(labels_a, labels_b) -> float:
     return float(adjusted_rand_score(labels_a, labels_b))
 
 
-def initial_clusters(how: str, counts, n_clusters: int, seed: int,
-                     words: Optional[list] = None) -> np.ndarray:
+def initial_clusters(how: str, counts, n_clusters: int, seed: int) -> np.ndarray:
+    """A fixed clustering of the frequency-sorted words: ``frequency_binning`` or
+    ``random_clusters``."""
     if how == "frequency":
         return frequency_binning(counts, n_clusters)
     if how == "random":
         return random_clusters(len(counts), n_clusters, seed)
     raise OptionError(f"cluster initialisation must be 'random' or 'frequency', got {how!r}")
+
+
+def word_clusters(how: str, counts, clusters: Optional[int] = None, seed: int = 1
+                  ) -> Tuple[np.ndarray, int]:
+    """(the cluster of each word id, the number of clusters): ``initial_clusters(how)`` over
+    words whose ``counts`` may be in any id order, made over the frequency-sorted ids and
+    relabelled to the caller's own, as trees are (``spec.resolve_tree``)."""
+    counts = np.asarray(counts)
+    n = check_clusters(clusters, counts.size)
+    order = frequency_order(counts)
+    cluster_of = initial_clusters(how, counts if order is None else counts[order], n, seed)
+    if order is not None:
+        relabelled = np.empty_like(cluster_of)
+        relabelled[order] = cluster_of
+        cluster_of = relabelled
+    return cluster_of, n

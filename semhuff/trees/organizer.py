@@ -58,13 +58,13 @@ from __future__ import annotations
 
 import logging
 import math
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, Optional, Tuple
 
 import numpy as np
 
 from ..options import Option, at_least_one, check_settings, non_negative, positive_int, share
 from .base import Tree
-from .clusters import (CLUSTERS, check_clusters, cluster_capacity, default_clusters, greedy_assign,
+from .clusters import (CLUSTERS, check_clusters, cluster_capacity, greedy_assign,
                        initial_clusters, subtree_roots)
 
 logger = logging.getLogger(__name__)
@@ -142,9 +142,7 @@ class SelfOrganizer:
     def start(self, counts) -> None:
         """Initial clusters and a flat q for a fresh layer over words with these counts."""
         V = len(counts)
-        # only "not given" means the default: 0 is an error, never the default (issue 23)
-        self.clusters = check_clusters(default_clusters(V) if self.clusters is None
-                                       else self.clusters, V)
+        self.clusters = check_clusters(self.clusters, V)  # None: the default, 0: an error
         self.cluster_of = initial_clusters(self.cluster_init, counts, self.clusters, self.seed)
         self.q = np.full((V, self.clusters), -math.log2(self.clusters), dtype=np.float32)
         self.lam = np.zeros(V, dtype=np.float32)

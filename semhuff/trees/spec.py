@@ -23,19 +23,32 @@ from typing import Optional
 import numpy as np
 
 from ..errors import TreeError
+from ..options import Option
+from ..vocab import frequency_order
 from .base import Tree
 
-# names that are output layers, not tree builders (the layer explains them)
+# names that are clusterings, hence output layers of their own, not tree builders
 _LAYER_NAMES = ("self-organized", "frequency")
 
 
-def frequency_order(counts) -> Optional[np.ndarray]:
-    """None when ``counts`` are in descending order already, else the ids sorted by descending
-    count (ties keep id order)."""
-    counts = np.asarray(counts)
-    if counts.ndim != 1 or not np.any(counts[:-1] < counts[1:]):
-        return None
-    return np.argsort(-counts, kind="stable")
+def not_a_layer(spec) -> Optional[str]:
+    """``TREE``'s check: one name, one thing, ``tree`` names a tree; a learned or binned
+    clustering is an output layer of its own."""
+    if isinstance(spec, str) and spec in _LAYER_NAMES:
+        return ("names a clustering, not a tree builder: a self-organized tree is an output "
+                "layer of its own (loss 'hs-self-organized' in semhuff-train, "
+                "'self-organized-binary' in semhuff-lm), and so is a class softmax over "
+                "frequency-binned or random clusters (loss 'class')")
+    return None
+
+
+# the settings of every layer that takes a tree (the Numba HS layers, the LM tree layer)
+TREE = Option("tree", str, None, "the tree: a builder's name (huffman, the default; semhuff, "
+              "random, alphabetical, clusters, or a --plugin's), a tree file from semhuff-tree "
+              "build or a saved Word2Vec model (its tree; same words)", metavar="KIND|FILE",
+              check=not_a_layer)
+SIMILARITY = Option("similarity", str, None, "similarity knowledge for --tree semhuff: wordnet, "
+                    "a pairs file or a vectors file")
 
 
 def relabel_leaves(tree: Tree, new_id: np.ndarray) -> Tree:
@@ -139,4 +152,5 @@ def _by_word(tree: Tree, tree_words, vocab, what: str) -> Tree:
                     f"one has {len(vocab):,}): build it from the same corpus and --min-count")
 
 
-__all__ = ["check_tree_spec", "frequency_order", "relabel_leaves", "resolve_tree"]
+__all__ = ["SIMILARITY", "TREE", "check_tree_spec", "frequency_order", "relabel_leaves",
+           "resolve_tree"]
