@@ -32,7 +32,7 @@ def _registries():
     """(LM_LAYERS, their options by name, LM_NETWORKS, theirs), or None without PyTorch."""
     try:
         from semhuff.lm.networks import LM_NETWORKS, declared_lm_network_options
-        from semhuff.lm.output import LM_LAYERS, declared_lm_layer_options
+        from semhuff.lm.layers.registry import LM_LAYERS, declared_lm_layer_options
     except ImportError:
         return None
     return LM_LAYERS, declared_lm_layer_options(), LM_NETWORKS, declared_lm_network_options()
@@ -156,7 +156,7 @@ class _OutputFileOrLayer(argparse.Action):
 def layer_settings(args) -> dict:
     """The output-layer options the command line gave (flags and ``--layer-option``), each one
     the chosen ``--output`` declares; any other is an error naming its flag."""
-    from semhuff.lm.output import declared_lm_layer_options, layer_options, lm_layer_class
+    from semhuff.lm.layers.registry import declared_lm_layer_options, layer_options, lm_layer_class
     declared = layer_options(lm_layer_class(args.output))
     flagged = {name: getattr(args, name) for name in args.layer_flags
                if hasattr(args, name)}  # (absent unless given)

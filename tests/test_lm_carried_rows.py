@@ -8,8 +8,8 @@ torch = pytest.importorskip("torch")
 
 from semhuff.errors import OptionError  # noqa: E402
 from semhuff.lm import make_output_layer  # noqa: E402
-from semhuff.lm.self_organizing import SelfOrganizingSoftmax  # noqa: E402
-from semhuff.lm.tree_softmax import carried_rows  # noqa: E402
+from semhuff.lm.layers.self_organized import SelfOrganizedSoftmax  # noqa: E402
+from semhuff.lm.layers.tree import carried_rows  # noqa: E402
 from semhuff.trees.clusters import cluster_tree  # noqa: E402
 from semhuff.trees.huffman import build_huffman  # noqa: E402
 
@@ -123,6 +123,6 @@ def test_a_reassignment_with_carried_rows_keeps_every_row_finite_and_none_zero()
 def test_new_rows_is_the_binary_forms_and_checked():
     counts = np.arange(30, 0, -1)
     with pytest.raises(OptionError, match="binary form only"):
-        SelfOrganizingSoftmax(4, counts, new_rows="carried")
+        SelfOrganizedSoftmax(4, counts, new_rows="carried")
     with pytest.raises(OptionError, match="zero or carried"):
-        SelfOrganizingSoftmax(4, counts, form="binary", new_rows="mean")
+        SelfOrganizedSoftmax(4, counts, form="binary", new_rows="mean")

@@ -1,4 +1,4 @@
-"""The two-level softmax's Triton kernels (semhuff/lm/triton_clusters.py) against its
+"""The two-level softmax's Triton kernels (semhuff/lm/kernels/clusters_triton.py) against its
 per-cluster loop, under Triton's CPU interpreter (``TRITON_INTERPRET=1``, a subprocess: the
 variable must be set before triton is imported). Uneven clusters (a one-word cluster, clusters
 larger than a block of rows), widths below and above a block of columns, float32 and bfloat16;
@@ -13,7 +13,8 @@ pytest.importorskip("torch")
 
 CHECK = r"""
 import numpy as np, torch
-from semhuff.lm import TwoLevelSoftmax, triton_clusters, triton_paths
+from semhuff.lm import ClassSoftmax
+from semhuff.lm.kernels import clusters_triton as triton_clusters, paths_triton as triton_paths
 assert triton_paths.available(allow_cpu=True)
 calls = []
 forward = triton_clusters.TritonInCluster.forward
@@ -33,7 +34,7 @@ for V, C, D in ((70, 4, 20), (300, 7, 150)):
     cluster_of[5] = 0  # a cluster of one word
     torch.manual_seed(1)
     for dtype in (torch.float32, torch.bfloat16):
-        layer = TwoLevelSoftmax(D, cluster_of).to(dtype)
+        layer = ClassSoftmax(D, cluster_of).to(dtype)
         h = torch.randn(41, D).to(dtype)
         target = torch.as_tensor(rng.integers(0, V, size=41))
         target[0] = 5
@@ -51,7 +52,7 @@ for V, C, D in ((70, 4, 20), (300, 7, 150)):
             err = float((a.float() - b.float()).abs().max())
             assert err <= tol * max(1.0, float(a.float().abs().max())), (V, dtype, err)
 # sparse=True keeps the loop (its gradient holds only the present clusters' rows)
-layer = TwoLevelSoftmax(20, rng.integers(0, 4, size=70), sparse=True)
+layer = ClassSoftmax(20, rng.integers(0, 4, size=70), sparse=True)
 n = len(calls)
 triton_paths.FORCE = True
 try:

@@ -20,9 +20,9 @@ PLUGIN = textwrap.dedent('''
     import torch
     from torch import nn
 
-    from semhuff.lm.base import LayerOutput
+    from semhuff.lm.layers.base import LayerOutput
     from semhuff.lm.networks import register_lm_network
-    from semhuff.lm.output import register_lm_layer
+    from semhuff.lm.layers.registry import register_lm_layer
     from semhuff.options import Option, non_negative, positive_number
     from semhuff.trees import register_tree_builder
     from semhuff.trees.clusters import balanced_tree

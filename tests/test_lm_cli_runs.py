@@ -119,7 +119,7 @@ def test_kill_9_then_resume_gives_the_uninterrupted_numbers(tmp_path, layer):
     assert a["untrained"] == b["untrained"]
     # the re-assignments alike (when, what moved); not their timing, nor the interval's
     # diagnostic perplexities: the layer's diagnostic sums are a non-persistent buffer
-    # (self_organizing.py), so after a resume they count the steps since the resume only
+    # (layers/self_organized.py), so after a resume they count the steps since the resume only
     diagnostics = {"seconds", "cluster_ppl", "in_cluster_ppl", "ppl"}
     same = (lambda rs: [{k: v for k, v in r.items() if k not in diagnostics} for r in rs])
     assert same(a["reassignments"]) == same(b["reassignments"])
@@ -181,7 +181,7 @@ def test_score_reproduces_the_reports_perplexity_exactly(saved_run, tmp_path, ca
 
 
 def test_a_saved_tree_model_loads_without_rebuilding_its_tree(saved_run, monkeypatch):
-    import semhuff.lm.tree_softmax as tree_softmax
+    import semhuff.lm.layers.tree as tree_softmax
     model_path, report, _ = saved_run
     first = load_model(str(model_path))
     assert first.eos is True and first.report["epochs"] == report["epochs"]
@@ -393,19 +393,19 @@ def test_a_wordnet_semhuff_model_loads_and_scores_without_wordnet(saved_run, tmp
 def _trainer_rank(rank, world, port, results):
     import os
 
-    import semhuff.lm.self_organizing as so
+    import semhuff.lm.layers.self_organized as so
     os.environ.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(world),
                       MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     torch.set_num_threads(1)
     seen = []
-    original = so.SelfOrganizingSoftmax.after_step
+    original = so.SelfOrganizedSoftmax.after_step
 
     def recording(self, optimizer=None):
         info = original(self, optimizer)
         if info is not None:  # a re-assignment: the clusters each rank now holds
             seen.append(self.cluster_of.clone())
         return info
-    so.SelfOrganizingSoftmax.after_step = recording
+    so.SelfOrganizedSoftmax.after_step = recording
     try:
         data = load_data(resolve_corpus(["lee"]), None, 20000, 1, 300, 6000, None)
         train_lm_settings = LMSettings(output="self-organized", emb=16, hidden=16,

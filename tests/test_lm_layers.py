@@ -16,9 +16,9 @@ from semhuff import Word2Vec  # noqa: E402
 import lm_helpers  # noqa: E402
 from lm_helpers import randomise  # noqa: E402
 from semhuff.errors import OptionError  # noqa: E402
-from semhuff.lm import (AdaptiveSoftmax, TwoLevelSoftmax, FullSoftmax,  # noqa: E402
-                        SelfOrganizingSoftmax, TreeSoftmax, make_output_layer)
-from semhuff.lm.output import LM_LAYERS  # noqa: E402
+from semhuff.lm import (AdaptiveSoftmax, ClassSoftmax, FullSoftmax,  # noqa: E402
+                        SelfOrganizedSoftmax, TreeSoftmax, make_output_layer)
+from semhuff.lm.layers.registry import LM_LAYERS  # noqa: E402
 from semhuff.trees import make_tree  # noqa: E402
 from semhuff.trees.clusters import frequency_binning, random_clusters  # noqa: E402
 from semhuff.trees.huffman import build_huffman  # noqa: E402
@@ -112,7 +112,7 @@ def test_class_softmax_matches_a_per_token_two_level_softmax():
     vocab = zipf_vocab()
     for projection in (False, True):
         cluster_of = frequency_binning(vocab.counts, 6)
-        layer = randomise(TwoLevelSoftmax(D, cluster_of, projection=projection).double())
+        layer = randomise(ClassSoftmax(D, cluster_of, projection=projection).double())
         h, t = batch()
         out = layer(h, t).output
         for n in range(len(t)):
@@ -147,10 +147,10 @@ def test_full_and_adaptive_match_torch():
 
 GRADCHECK = {
     "tree": lambda v: TreeSoftmax(D, build_huffman(v.counts)),
-    "class": lambda v: TwoLevelSoftmax(D, frequency_binning(v.counts, 5)),
-    "class projection": lambda v: TwoLevelSoftmax(D, random_clusters(len(v), 5, 1), projection=True),
-    "self-organized": lambda v: SelfOrganizingSoftmax(D, v.counts, 5),
-    "self-organized binary": lambda v: SelfOrganizingSoftmax(D, v.counts, 5, form="binary"),
+    "class": lambda v: ClassSoftmax(D, frequency_binning(v.counts, 5)),
+    "class projection": lambda v: ClassSoftmax(D, random_clusters(len(v), 5, 1), projection=True),
+    "self-organized": lambda v: SelfOrganizedSoftmax(D, v.counts, 5),
+    "self-organized binary": lambda v: SelfOrganizedSoftmax(D, v.counts, 5, form="binary"),
 }
 
 
@@ -259,7 +259,7 @@ def _shared_statistic(layer, seed=7):
 def test_two_level_reassignment_equals_the_numba_layers():
     from semhuff.layers.classes import ClassSoftmax as NumbaClassSoftmax
     vocab = zipf_vocab(120)
-    layer = SelfOrganizingSoftmax(D, vocab.counts, 9, reassign_every=1, gamma=1.2,
+    layer = SelfOrganizedSoftmax(D, vocab.counts, 9, reassign_every=1, gamma=1.2,
                                   freq_budget=0.3, seed=4)
     numba = NumbaClassSoftmax.create(vocab, seed=4, clusters=9, gamma=1.2, freq_budget=0.3)
     assert np.array_equal(numba.organizer.cluster_of, layer.cluster_of.numpy())  # same start
@@ -275,7 +275,7 @@ def test_two_level_reassignment_equals_the_numba_layers():
 def test_binary_reassignment_equals_the_numba_layers_rows():
     from semhuff.layers.self_organized import SelfOrganizedHS
     vocab = zipf_vocab(120)
-    layer = SelfOrganizingSoftmax(D, vocab.counts, 9, form="binary", gamma=1.2,
+    layer = SelfOrganizedSoftmax(D, vocab.counts, 9, form="binary", gamma=1.2,
                                   freq_budget=0.3, seed=4, new_rows="zero")  # the Numba layer's
     randomise(layer)
     numba = SelfOrganizedHS.create(vocab, seed=4, clusters=9, gamma=1.2, freq_budget=0.3)
@@ -309,7 +309,7 @@ def _splits(tree, cluster_of, cluster_depth):
 
 def test_binary_reassignment_carries_every_unchanged_split_and_the_optimizer_state():
     vocab = zipf_vocab(150)
-    layer = randomise(SelfOrganizingSoftmax(D, vocab.counts, 10, form="binary",
+    layer = randomise(SelfOrganizedSoftmax(D, vocab.counts, 10, form="binary",
                                             reassign_every=3, freq_budget=0.3, seed=2,
                                             new_rows="zero").double())
     opt = torch.optim.Adam(layer.parameters(), lr=0.01)
@@ -372,7 +372,7 @@ def test_binary_reassignment_carries_every_unchanged_split_and_the_optimizer_sta
 
 def test_adagrad_state_moves_without_sign_and_resets_to_its_initial_value():
     vocab = zipf_vocab(150)
-    layer = randomise(SelfOrganizingSoftmax(D, vocab.counts, 10, form="binary",
+    layer = randomise(SelfOrganizedSoftmax(D, vocab.counts, 10, form="binary",
                                             reassign_every=2, freq_budget=0.3, seed=2,
                                             new_rows="zero"))
     opt = torch.optim.Adagrad(layer.parameters(), lr=0.1, initial_accumulator_value=0.25)
@@ -398,7 +398,7 @@ def test_adagrad_state_moves_without_sign_and_resets_to_its_initial_value():
 def test_statistic_is_the_sequential_smoothing_of_eq_9():
     vocab = zipf_vocab(50)
     for form in ("two-level", "binary"):
-        layer = randomise(SelfOrganizingSoftmax(D, vocab.counts, 6, form=form,
+        layer = randomise(SelfOrganizedSoftmax(D, vocab.counts, 6, form=form,
                                                 statistic_rows=None, smoothing="epoch").double())
         q0 = torch.from_numpy(_shared_statistic(layer)).double()
         layer.q.copy_(q0)
@@ -428,14 +428,14 @@ def test_statistic_is_the_sequential_smoothing_of_eq_9():
 def test_empty_clusters_get_no_probability_but_keep_a_statistic():
     cluster_of = np.arange(V) % 3
     cluster_of[cluster_of == 1] = 3  # clusters 0, 2, 3 hold words; 1 and 4 none
-    layer = randomise(TwoLevelSoftmax(D, cluster_of, n_clusters=5).double())
+    layer = randomise(ClassSoftmax(D, cluster_of, n_clusters=5).double())
     h, t = batch()
     lp = layer.log_prob(h)
     assert torch.allclose(lp.exp().sum(1), torch.ones(12, dtype=torch.float64), atol=1e-12)
     assert torch.allclose(layer(h, t).output, lp.gather(1, t.unsqueeze(1)).squeeze(1))
     # self-organizing with as many clusters as words: the re-assignment empties some
     vocab = zipf_vocab(30)
-    so = randomise(SelfOrganizingSoftmax(D, vocab.counts, 30, reassign_every=1).double())
+    so = randomise(SelfOrganizedSoftmax(D, vocab.counts, 30, reassign_every=1).double())
     h, t = batch(vocab_size=30)
     so(h, t).loss.backward()
     so.after_step()
@@ -454,7 +454,7 @@ def test_empty_clusters_get_no_probability_but_keep_a_statistic():
 
 def test_after_step_counts_and_freezes():
     vocab = zipf_vocab(60)
-    layer = SelfOrganizingSoftmax(D, vocab.counts, 6, reassign_every=2, freeze_after=4)
+    layer = SelfOrganizedSoftmax(D, vocab.counts, 6, reassign_every=2, freeze_after=4)
     h, t = batch(20, vocab_size=60, dtype=torch.float32)
     done, q = [], [layer.q.clone()]
     for step in range(1, 9):
@@ -484,7 +484,7 @@ def test_binary_smoothing_counts_the_sampled_rows(smoothing):
     h, t = batch(40, vocab_size=50, dtype=torch.float32)
     interval = min(1.0, 50 * 40 / f.sum()) if smoothing == "interval" else 1.0
     for form, share in (("binary", 8 / 40), ("two-level", 1.0)):
-        layer = SelfOrganizingSoftmax(D, vocab.counts, 6, form=form, reassign_every=50,
+        layer = SelfOrganizedSoftmax(D, vocab.counts, 6, form=form, reassign_every=50,
                                       smoothing=smoothing,
                                       **({"statistic_rows": 8} if form == "binary" else {}))
         layer(h, t)
@@ -564,8 +564,8 @@ def test_float32_agrees_with_float64():
     lambda v: make_output_layer("self-organized-binary", D, v, projection=True),
     lambda v: make_output_layer("self-organized-binary", D, v, statistic_rows=0),
     lambda v: make_output_layer("adaptive", D, v, cutoffs=[30, 10]),
-    lambda v: SelfOrganizingSoftmax(D, v.counts[::-1].copy()),
-    lambda v: SelfOrganizingSoftmax(D, v.counts, form="ternary"),
+    lambda v: SelfOrganizedSoftmax(D, v.counts[::-1].copy()),
+    lambda v: SelfOrganizedSoftmax(D, v.counts, form="ternary"),
     lambda v: TreeSoftmax(D, "huffman"),
     lambda v: FullSoftmax(0, 10),
 ])

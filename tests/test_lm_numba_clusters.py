@@ -1,4 +1,4 @@
-"""The two-level softmax's Numba kernels (semhuff/lm/numba_clusters.py), against a dense
+"""The two-level softmax's Numba kernels (semhuff/lm/kernels/clusters_numba.py), against a dense
 reference written here: each token's log-softmax over its cluster's words from a masked (N, V)
 score matrix, in float64, its gradients by autograd. Uneven clusters (one word, one holding
 most of the vocabulary, empty ones, clusters absent from the batch), the sparse and the dense
@@ -10,9 +10,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from semhuff.lm import TwoLevelSoftmax  # noqa: E402
-from semhuff.lm import numba_clusters  # noqa: E402
-from semhuff.lm.class_softmax import in_cluster_log_prob  # noqa: E402
+from semhuff.lm import ClassSoftmax  # noqa: E402
+from semhuff.lm.kernels import clusters_numba as numba_clusters  # noqa: E402
+from semhuff.lm.kernels.clusters import in_cluster_log_prob  # noqa: E402
 
 
 def dense_reference(h, weight, cluster_of, target):
@@ -41,7 +41,7 @@ def test_kernels_equal_the_dense_reference(sparse, threads, dtype):
     rng = np.random.default_rng(7)
     V, C, D, N = 400, 12, 37, 53
     cluster_of = clusters(rng, V, C)
-    layer = TwoLevelSoftmax(D, cluster_of, n_clusters=C, sparse=sparse).to(dtype)
+    layer = ClassSoftmax(D, cluster_of, n_clusters=C, sparse=sparse).to(dtype)
     torch.manual_seed(2)
     h = torch.randn(N, D, dtype=dtype, requires_grad=True)
     target = torch.as_tensor(rng.integers(0, V, size=N))
@@ -80,7 +80,7 @@ def test_a_batch_of_few_tokens_leaves_the_absent_clusters_rows_zero():
     rng = np.random.default_rng(1)
     V, C, D = 300, 30, 8
     cluster_of = rng.integers(0, C, size=V)
-    layer = TwoLevelSoftmax(D, cluster_of, n_clusters=C)
+    layer = ClassSoftmax(D, cluster_of, n_clusters=C)
     target = torch.as_tensor([3, 3, 17])
     for _ in range(2):  # the second batch reuses freed memory (semhuff-lm keeps the heap)
         layer.zero_grad(set_to_none=True)
@@ -94,7 +94,7 @@ def test_a_batch_of_few_tokens_leaves_the_absent_clusters_rows_zero():
 def test_the_layer_gives_the_loops_numbers_with_the_kernels_on_and_off(monkeypatch):
     rng = np.random.default_rng(4)
     V, D = 500, 24
-    layer = TwoLevelSoftmax.from_vocab(D, _Vocab(V), clusters=20)
+    layer = ClassSoftmax.from_vocab(D, _Vocab(V), clusters=20)
     h = torch.randn(64, D)
     target = torch.as_tensor(rng.integers(0, V, size=64))
     got = {}
@@ -116,7 +116,7 @@ class _Vocab:
 
 
 def test_half_precision_keeps_the_torch_loop():
-    layer = TwoLevelSoftmax(8, np.arange(40) % 5).to(torch.bfloat16)
+    layer = ClassSoftmax(8, np.arange(40) % 5).to(torch.bfloat16)
     h = torch.randn(6, 8, dtype=torch.bfloat16)
     assert not numba_clusters.numba_wanted(h, layer.word_weight)
     assert numba_clusters.numba_wanted(h.float(), layer.word_weight.float())
@@ -127,7 +127,7 @@ def test_a_forked_child_runs_the_kernels_on_two_threads():
     """The pool's threads do not survive a fork: a child (a fork-started trainer) gets its own
     pool instead of waiting forever on the parent's."""
     import multiprocessing as mp
-    layer = TwoLevelSoftmax(8, np.arange(90) % 9)
+    layer = ClassSoftmax(8, np.arange(90) % 9)
     target = torch.arange(0, 90, 3)
     before = torch.get_num_threads()
     torch.set_num_threads(2)

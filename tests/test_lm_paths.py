@@ -1,4 +1,4 @@
-"""The tree softmax's path computation (semhuff.lm.paths) as a part of any PyTorch training
+"""The tree softmax's path computation (semhuff.lm.kernels.paths) as a part of any PyTorch training
 loop: the static (no read-back) form against the bucketed one and a naive walk, no host
 read-back, torch.compile, mixed precision, the top-down full log_prob against the sparse
 product, and the Triton kernel under TRITON_INTERPRET=1."""
@@ -14,8 +14,8 @@ torch = pytest.importorskip("torch")
 F = torch.nn.functional
 
 from semhuff.lm import TreeSoftmax  # noqa: E402
-from semhuff.lm import paths  # noqa: E402
-from semhuff.lm.paths import (PathBatch, leaf_matrix, leaf_paths, path_buffers,  # noqa: E402
+from semhuff.lm.kernels import paths  # noqa: E402
+from semhuff.lm.kernels.paths import (PathBatch, leaf_matrix, leaf_paths, path_buffers,  # noqa: E402
                               path_scores, paths_log_prob)
 from semhuff.trees import make_tree  # noqa: E402
 from semhuff.trees.base import Tree  # noqa: E402
@@ -396,7 +396,7 @@ TRITON_CHECK = r"""
 import numpy as np, torch, sys
 sys.path.insert(0, {tests!r})
 from test_lm_paths import TREES, setup, scores_and_grads
-from semhuff.lm import triton_paths
+from semhuff.lm.kernels import paths_triton as triton_paths
 assert triton_paths.available(allow_cpu=True)
 for name, tree in TREES.items():
     h, weight, target = setup(tree, n=37, d=20, dtype=torch.float32, seed=4)
@@ -430,7 +430,7 @@ print("ok")
 
 def test_triton_kernel_equals_the_torch_path_under_the_interpreter():
     pytest.importorskip("triton")
-    if not os.path.exists(os.path.join(os.path.dirname(paths.__file__), "triton_paths.py")):
+    if not os.path.exists(os.path.join(os.path.dirname(paths.__file__), "paths_triton.py")):
         pytest.skip("no Triton kernel")
     env = dict(os.environ, TRITON_INTERPRET="1")
     done = subprocess.run([sys.executable, "-c", TRITON_CHECK.format(

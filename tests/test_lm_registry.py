@@ -1,4 +1,4 @@
-"""The LM output layers' registry (semhuff.lm.output) on the Numba side's contract: declared
+"""The LM output layers' registry (semhuff.lm.layers.registry) on the Numba side's contract: declared
 options (every one a layer does not take refused in one line, in Python and on semhuff-lm's
 command line), the one-line swap from counts in the caller's id order (the tree equal to the
 builder's over the sorted vocabulary, relabelled), device/dtype to the layer, and the
@@ -11,7 +11,7 @@ torch = pytest.importorskip("torch")
 from semhuff.cli.lm import main as lm_main  # noqa: E402
 from semhuff.errors import OptionError, TreeError  # noqa: E402
 from semhuff.lm import LM_LAYERS, TreeSoftmax, make_output_layer  # noqa: E402
-from semhuff.lm.output import (declared_lm_layer_options, layer_options,  # noqa: E402
+from semhuff.lm.layers.registry import (declared_lm_layer_options, layer_options,  # noqa: E402
                                lm_layer_class)
 from semhuff.trees import make_tree  # noqa: E402
 from semhuff.trees.spec import resolve_tree  # noqa: E402

@@ -190,7 +190,7 @@ def test_retree_every_rebuilds_the_tree_from_the_networks_own_embeddings():
     from semhuff.trees.huffman import build_huffman
     data = load_data(resolve_corpus(["lee"]), None, 20000, 1, 200, 4000, None)
     seen = {}
-    import semhuff.lm.tree_softmax as tree_softmax
+    import semhuff.lm.layers.tree as tree_softmax
     original = tree_softmax.TreeSoftmax.retree
 
     def spy(self, tree, counts, optimizer=None):

@@ -1,4 +1,4 @@
-"""semhuff-lm's optimizer (``optim_state.trainer_optimizer``: on the CPU the dense parameters in
+"""semhuff-lm's optimizer (``kernels.optimizer_state.trainer_optimizer``: on the CPU the dense parameters in
 a fused Adagrad group, the sparse ones in a plain group) against torch's plain one-group Adagrad;
 and a checkpoint's one-group optimizer state (``regroup_state``) continued by it. (The heap
 setting semhuff-lm makes, ``memory.keep_large_blocks``: tests/test_practitioner_tools.py.)"""
@@ -9,8 +9,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from semhuff.lm import TwoLevelSoftmax, TreeSoftmax  # noqa: E402
-from semhuff.lm.optim_state import regroup_state, trainer_optimizer  # noqa: E402
+from semhuff.lm import ClassSoftmax, TreeSoftmax  # noqa: E402
+from semhuff.lm.kernels.optimizer_state import regroup_state, trainer_optimizer  # noqa: E402
 
 
 class Tiny(torch.nn.Module):
@@ -21,7 +21,7 @@ class Tiny(torch.nn.Module):
         super().__init__()
         self.embedding = torch.nn.Embedding(V, D, sparse=True)
         self.mix = torch.nn.Linear(D, D)
-        self.classes = TwoLevelSoftmax(D, np.arange(V) % 7)
+        self.classes = ClassSoftmax(D, np.arange(V) % 7)
         self.tree = TreeSoftmax.from_counts(D, np.arange(V, 0, -1), sparse=True)
 
     def loss(self, x, y):
@@ -88,7 +88,7 @@ def test_a_fused_group_holding_a_sparse_gradient_is_refused_in_one_line():
     """torch's fused Adagrad fails deep in its kernel on a sparse gradient; the check says what
     to do, at construction (check_optimizer) and at the first step (a plugin layer whose sparse
     weight is not in its sparse_parameters() is found there)."""
-    from semhuff.lm.optim_state import OptimizerError, check_optimizer
+    from semhuff.lm.kernels.optimizer_state import OptimizerError, check_optimizer
     model = Tiny()
     optimizer = torch.optim.Adagrad(model.parameters(), lr=0.1, fused=True)
     with pytest.raises(OptimizerError, match="fused=True does not take sparse gradients"):

@@ -18,9 +18,9 @@ F = torch.nn.functional
 import lm_helpers  # noqa: E402
 from lm_helpers import randomise  # noqa: E402
 from semhuff.errors import OptionError  # noqa: E402
-from semhuff.lm import (AdaptiveSoftmax, FullSoftmax, SelfOrganizingSoftmax,  # noqa: E402
-                        TreeSoftmax, TwoLevelSoftmax, make_output_layer)
-from semhuff.lm.optim_state import (OptimizerError, NonFiniteNorm, check_optimizer,  # noqa: E402
+from semhuff.lm import (AdaptiveSoftmax, FullSoftmax, SelfOrganizedSoftmax,  # noqa: E402
+                        TreeSoftmax, ClassSoftmax, make_output_layer)
+from semhuff.lm.kernels.optimizer_state import (OptimizerError, NonFiniteNorm, check_optimizer,  # noqa: E402
                                     clip_grad_norm)
 from semhuff.trees.clusters import default_clusters, frequency_binning  # noqa: E402
 from semhuff.trees.huffman import build_huffman  # noqa: E402
@@ -61,9 +61,9 @@ def build(kind, vocab, **options):
     if kind == "tree":
         return TreeSoftmax(D, build_huffman(counts), **options)
     if kind == "class":
-        return TwoLevelSoftmax(D, frequency_binning(counts, n_clusters), n_clusters, **options)
+        return ClassSoftmax(D, frequency_binning(counts, n_clusters), n_clusters, **options)
     form = "binary" if kind == "self-organized-binary" else "two-level"
-    return SelfOrganizingSoftmax(D, counts, n_clusters, form=form, **options)
+    return SelfOrganizedSoftmax(D, counts, n_clusters, form=form, **options)
 
 
 def make(name, dtype=torch.float64, vocab_size=V, **extra):
@@ -195,8 +195,8 @@ def count_read_backs(step):
 def test_a_steady_state_step_reads_nothing_back_to_the_host(name, bucketed, monkeypatch):
     """The tree layers' static path form (off the CPU, under torch.compile) reads nothing back;
     CPU eager keeps the bucketed form, whose read-backs (free on the CPU) are all in paths.py's
-    gather (the decision and its figures: lm/paths.py)."""
-    from semhuff.lm import paths
+    gather (the decision and its figures: docs/lm.md)."""
+    from semhuff.lm.kernels import paths
     monkeypatch.setattr(paths, "BUCKETS_ON_CPU", bucketed)
     layer = make(name, dtype=torch.float32)
     opt = torch.optim.SGD(layer.parameters(), lr=0.1)
@@ -211,14 +211,14 @@ def test_a_steady_state_step_reads_nothing_back_to_the_host(name, bucketed, monk
 
     step()  # warm-up: first-batch set-up (the statistic's lam, the optimizer's state)
     if name in CLASS_LAYERS:  # the CPU's Numba kernels read their inputs (CPU-only: free)
-        assert {s[1] for s in count_read_backs(step)} == {"numba_clusters.py"}
-        from semhuff.lm import numba_clusters
+        assert {s[1] for s in count_read_backs(step)} == {"clusters_numba.py"}
+        from semhuff.lm.kernels import clusters_numba as numba_clusters
         monkeypatch.setattr(numba_clusters, "ENABLED", False)  # the loop: a device's form
     seen = count_read_backs(step)
-    outside = [s for s in seen if s[1] not in ("paths.py", "class_softmax.py")]
+    outside = [s for s in seen if s[1] not in ("paths.py", "clusters_torch.py")]
     assert not outside, outside
     if name in CLASS_LAYERS:  # the per-cluster loop's one documented read-back a batch
-        assert [s[:2] for s in seen] == [("tolist", "class_softmax.py")], seen
+        assert [s[:2] for s in seen] == [("tolist", "clusters_torch.py")], seen
     elif bucketed and name in TREE_LAYERS:
         assert seen and {s[1] for s in seen} == {"paths.py"}, seen
     else:

@@ -96,7 +96,7 @@ def test_the_lm_layers_and_the_numba_layers_never_import_each_other():
     assert _reached(graph, LM, NUMBA_TRAINER) == []
     assert _reached(graph, NUMBA_TRAINER, LM) == []
     # both use the self-organizer, from the trees package
-    assert graph.has_edge("semhuff.lm.self_organizing", "semhuff.trees.organizer")
+    assert graph.has_edge("semhuff.lm.layers.self_organized", "semhuff.trees.organizer")
     assert graph.has_edge("semhuff.layers.self_organized", "semhuff.trees.organizer")
 
 

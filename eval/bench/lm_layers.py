@@ -23,7 +23,7 @@ under the same setting, printed in the header.
 Layers: full softmax; torch's AdaptiveLogSoftmaxWithLoss (cutoffs ``default_cutoffs``: 4% and
 20% of V, div_value 4); tree softmax over the Huffman tree (sparse and dense gradient, and, for
 reference, the plain autograd form ``NaiveTreeSoftmax``: what the custom forward and backward
-of ``semhuff.lm.paths`` gain over it); the
+of ``semhuff.lm.kernels.paths`` gain over it); the
 class softmax over frequency-binned clusters; the self-organized softmax, two-level and binary
 (the statistic included; a re-assignment, every 1,000 steps, timed apart and shown amortised).
 Also: the tree softmax's static form (paths padded to the tree's depth, nothing read back to
@@ -92,7 +92,7 @@ class NaiveTreeSoftmax:
     def __new__(cls, in_features, vocab):
         import torch
 
-        from semhuff.lm.tree_softmax import TreeSoftmax
+        from semhuff.lm.layers.tree import TreeSoftmax
         from semhuff.trees import make_tree
 
         class Naive(TreeSoftmax):
@@ -114,7 +114,7 @@ def one_step(layer, optimizer, h, target, mode=""):
 
     import torch
 
-    from semhuff.lm import paths
+    from semhuff.lm.kernels import paths
     paths.BUCKETS_ON_CPU = mode != "static"
     if mode == "bf16":
         h = h.detach().bfloat16().requires_grad_()
@@ -181,7 +181,7 @@ def main(argv=None) -> int:
     try:
         import torch
         from semhuff.lm import make_output_layer
-        from semhuff.lm.optim_state import trainer_optimizer
+        from semhuff.lm.kernels.optimizer_state import trainer_optimizer
     except ImportError as exc:
         print(f"bench_lm_layers: {exc}", file=sys.stderr)
         return 2
@@ -262,7 +262,7 @@ def main(argv=None) -> int:
         print(f"log_prob: the whole distribution of {rows.shape[0]} rows, no gradient")
         tree_label = "tree (Huffman), dense grad"
         if tree_label in layers:  # the tree's log_prob as it was before issue 34, for reference
-            from semhuff.lm.paths import leaf_matrix, paths_log_prob
+            from semhuff.lm.kernels.paths import leaf_matrix, paths_log_prob
             layer = layers[tree_label]
             matrix = leaf_matrix(layer.tree, device)
             seconds = []

@@ -54,7 +54,7 @@ def row_settings(row: str, args, boot_vectors: str):
     if row == "class-frequency":
         return dict(common, output="class", clustering="frequency")
     if row.startswith("self-organized"):
-        from semhuff.lm.output import layer_options, lm_layer_class
+        from semhuff.lm.layers.registry import layer_options, lm_layer_class
         from semhuff.options import parse_assignments
         output = row.replace("-frozen", "")
         given = parse_assignments([f"{name}={value}" for name, value in args.layer_option],

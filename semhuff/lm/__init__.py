@@ -3,10 +3,16 @@
 Every layer has ``torch.nn.AdaptiveLogSoftmaxWithLoss``'s interface (``forward(input, target)``
 -> ``(output, loss)``, ``log_prob``, ``predict``) plus ``after_step(optimizer)`` and
 ``describe()``; ``make_output_layer`` builds one by name (``LM_LAYERS``; ``register_lm_layer``
-adds one, ``semhuff.lm.output``), ``TreeSoftmax.from_counts(H, counts)`` from your counts. With sparse
-gradients (``sparse=True``: SGD or Adagrad without weight decay, SparseAdam; ``check_optimizer``
-says at construction whether an optimizer takes the model's gradients) clip with
-``clip_grad_norm`` (torch 2.14's ``clip_grad_norm_`` handles sparse gradients too).
+adds one), ``TreeSoftmax.from_counts(H, counts)`` from your counts. With sparse gradients
+(``sparse=True``: SGD or Adagrad without weight decay, SparseAdam; ``check_optimizer`` says at
+construction whether an optimizer takes the model's gradients) clip with ``clip_grad_norm``
+(torch 2.14's ``clip_grad_norm_`` handles sparse gradients too).
+
+The package by job: ``layers/`` (the layers and their registry), ``kernels/`` (how they compute:
+torch, Triton, Numba; the optimizer state of moving rows), and the ``semhuff-lm`` application
+beside them: ``networks`` / ``transformer`` (the language models), ``token_ids`` (the data),
+``settings``, ``trainer`` (a run), ``evaluation``, ``report``, ``models`` (a saved model),
+``checkpoint``, ``parallel`` (torchrun), ``generate`` (score and sample).
 
 PyTorch is optional for the rest of semhuff: ``import semhuff`` never needs it, and importing
 this package without it is a one-line ``ImportError``.
@@ -16,27 +22,18 @@ try:
 except ImportError:  # pragma: no cover - depends on the environment
     raise ImportError("semhuff.lm needs PyTorch: pip install 'semhuff[torch]'") from None
 
-from .base import LayerOutput, LMOutputLayer  # noqa: E402
-from .class_softmax import TwoLevelSoftmax  # noqa: E402
-from .full import AdaptiveSoftmax, FullSoftmax  # noqa: E402
-from .optim_state import OptimizerError, check_optimizer, clip_grad_norm  # noqa: E402
-from .output import (LM_LAYERS, declared_lm_layer_options, lm_layer_class,  # noqa: E402
-                     make_output_layer, register_lm_layer)
-from .self_organizing import SelfOrganizingBinary, SelfOrganizingSoftmax  # noqa: E402
-from .tree_softmax import TreeSoftmax  # noqa: E402
+from . import _moved  # noqa: E402
+from .kernels.optimizer_state import OptimizerError, check_optimizer, clip_grad_norm  # noqa: E402
+from .layers import (AdaptiveSoftmax, ClassSoftmax, FullSoftmax, LayerOutput,  # noqa: E402
+                     LM_LAYERS, LMOutputLayer, SelfOrganizedBinary, SelfOrganizedSoftmax,
+                     TreeSoftmax, lm_layer_class, make_output_layer, register_lm_layer)
+from .layers.registry import declared_lm_layer_options  # noqa: E402
 from . import networks, transformer  # noqa: E402,F401  (the built-in networks register there)
 
-# the built-in layers, registered as a plugin's would be (``register_lm_layer``); the tree forms
-# train with sparse gradients in semhuff-lm (measured faster: eval/bench/lm_layers.py)
-register_lm_layer("full")(FullSoftmax)
-register_lm_layer("adaptive")(AdaptiveSoftmax)
-register_lm_layer("tree", trainer_defaults={"sparse": True})(TreeSoftmax)
-register_lm_layer("class")(TwoLevelSoftmax)
-register_lm_layer("self-organized")(SelfOrganizingSoftmax)
-register_lm_layer("self-organized-binary", trainer_defaults={"sparse": True})(SelfOrganizingBinary)
+_moved.install()  # the former module paths (semhuff.lm.output, ...) for one more release
+__getattr__ = _moved.moved_names(__name__)  # the former names (TwoLevelSoftmax, ...)
 
-__all__ = ["AdaptiveSoftmax", "TwoLevelSoftmax", "FullSoftmax", "LayerOutput", "LM_LAYERS",
-           "LMOutputLayer", "OptimizerError", "SelfOrganizingSoftmax", "TreeSoftmax",
-           "check_optimizer", "clip_grad_norm",
-           "declared_lm_layer_options", "lm_layer_class", "make_output_layer",
-           "register_lm_layer"]
+__all__ = ["AdaptiveSoftmax", "ClassSoftmax", "FullSoftmax", "LayerOutput", "LM_LAYERS",
+           "LMOutputLayer", "OptimizerError", "SelfOrganizedBinary", "SelfOrganizedSoftmax",
+           "TreeSoftmax", "check_optimizer", "clip_grad_norm", "declared_lm_layer_options",
+           "lm_layer_class", "make_output_layer", "register_lm_layer"]

@@ -35,7 +35,7 @@ import torch
 
 from ..errors import ModelFileError, OptionError
 from ..io_utils import atomic_output, describe_content
-from .optim_state import regroup_state
+from .kernels.optimizer_state import regroup_state
 
 logger = logging.getLogger(__name__)
 

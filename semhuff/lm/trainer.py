@@ -34,9 +34,9 @@ from ..io_utils import atomic_output
 from .token_ids import LMData, batchify
 from .networks import LSTMLanguageModel, check_lm_network_settings, lm_network_class, \
     network_options
-from .optim_state import check_optimizer, clip_grad_norm, trainer_optimizer
-from .output import TRAINER_DEFAULTS, check_lm_layer_settings, layer_options, lm_layer_class, \
-    make_output_layer
+from .kernels.optimizer_state import check_optimizer, clip_grad_norm, trainer_optimizer
+from .layers.registry import TRAINER_DEFAULTS, check_lm_layer_settings, layer_options, \
+    lm_layer_class, make_output_layer
 
 # LMSettings fields that are output-layer options (given: passed to the layer, which must take them)
 LAYER_FIELDS = ("tree", "similarity", "clusters", "clustering")
@@ -625,7 +625,7 @@ def load_model(path: str, device: str = "cpu") -> LoadedModel:
     and similarity source: a ``--tree semhuff`` model loads without WordNet)."""
     from ..errors import ModelFileError
     from ..vocab import Vocab
-    from .tree_softmax import TreeSoftmax
+    from .layers.tree import TreeSoftmax
     from ..trees import tree_builder_options
     try:
         payload = torch.load(path, map_location="cpu", weights_only=False)

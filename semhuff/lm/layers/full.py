@@ -9,17 +9,18 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..errors import OptionError
-from ..options import Option, boolean, int_list, positive_number
-from .output import LOSS_OPTIONS, require_frequency_order
-from .base import (LayerOutput, LMOutputLayer, accumulate_dtype, check_loss_options, check_sizes,
+from ...errors import OptionError
+from ...options import Option, boolean, int_list, positive_number
+from ..kernels.precision import accumulate_dtype
+from .base import (LOSS_OPTIONS, LayerOutput, LMOutputLayer, check_loss_options, check_sizes,
                    finish, flatten, prepare_targets)
+from .vocabulary import require_frequency_order
 
 
 class FullSoftmax(LMOutputLayer):
     """``log_softmax(h W^T + b)`` over the whole vocabulary: exact and O(V) per prediction."""
 
-    # the registry's declarations (semhuff.lm.output): what make_output_layer and semhuff-lm take
+    # the registry's declarations (registry.py): what make_output_layer and semhuff-lm take
     OPTIONS = LOSS_OPTIONS + (Option("bias", boolean, True, "a bias per word"),)
 
     @classmethod
@@ -68,7 +69,7 @@ class AdaptiveSoftmax(nn.AdaptiveLogSoftmaxWithLoss):
 
     uses_every_parameter = False  # a tail cluster no target of the batch fell in
 
-    # the registry's declarations (semhuff.lm.output): what make_output_layer and semhuff-lm take
+    # the registry's declarations (registry.py): what make_output_layer and semhuff-lm take
     OPTIONS = LOSS_OPTIONS + (
         Option("cutoffs", int_list, None, "the ids where the head and each tail cluster end "
                "(default: 4%% and 20%% of V)", metavar="ID,ID"),

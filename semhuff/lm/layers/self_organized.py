@@ -20,11 +20,11 @@ re-assignment. What is here is the PyTorch side:
   re-assigns, returns the diagnostics (cluster and in-cluster perplexity of the training
   batches since the last re-assignment, share of words and of token mass that moved), and in
   the binary form moves the weight's rows and the optimizer's state for them
-  (``optim_state``). ``freeze_after``: no re-assignment after that many steps (None: the
+  (``kernels/optimizer_state.py``). ``freeze_after``: no re-assignment after that many steps (None: the
   paper's, never frozen).
 
 Forms. ``"two-level"``: the paper's softmax over clusters, then over the words of the
-cluster (``TwoLevelSoftmax``); a re-assignment moves no weight (cluster vectors belong to
+cluster (``ClassSoftmax``); a re-assignment moves no weight (cluster vectors belong to
 cluster ids, word vectors to words), only membership. ``"binary"``: the clusters as a binary
 tree (a Huffman tree over the clusters by token mass, one inside each cluster) trained as tree
 softmax (``TreeSoftmax``), at about Huffman's cost; P(c | h) for all clusters needs the
@@ -55,24 +55,38 @@ from typing import Optional
 import numpy as np
 import torch
 
-from ..errors import OptionError
-from ..options import Option, boolean, positive_int
-from .output import LOSS_OPTIONS, _organizer_options, require_frequency_order
-from ..trees.clusters import cluster_tree
-from ..trees.organizer import SelfOrganizer, remap_rows, split_keys
-from .base import LOW_PRECISION, Cache, LMOutputLayer, accumulate_dtype, check_sizes
-from .class_softmax import TwoLevelSoftmax
-from .optim_state import remap_optimizer_state
-from .paths import path_matrix, paths_log_prob
-from .tree_softmax import TreeSoftmax, carried_rows
+from ...errors import OptionError
+from ...options import Option, boolean, positive_int
+from ...trees.clusters import CLUSTERS, cluster_tree
+from ...trees.organizer import ORGANIZER_OPTIONS, SelfOrganizer, remap_rows, split_keys
+from ..kernels.optimizer_state import remap_optimizer_state
+from ..kernels.paths import path_matrix, paths_log_prob
+from ..kernels.precision import LOW_PRECISION, accumulate_dtype
+from .base import LOSS_OPTIONS, SPARSE, Cache, LMOutputLayer, check_sizes
+from .classes import ClassSoftmax
+from .tree import TreeSoftmax, carried_rows
+from .vocabulary import require_frequency_order
 
 logger = logging.getLogger(__name__)
 
 FORMS = ("two-level", "binary")
 LOG2E = 1.0 / math.log(2.0)
 
+# both forms' settings: the organizer's own declarations (shared with the Numba trainer's
+# clustered layers), with the LM's unit for reassign_every (steps)
+_SHARED = {o.name: o for o in ORGANIZER_OPTIONS}
+ORGANIZED_OPTIONS = (
+    CLUSTERS,
+    Option("reassign_every", int, 1000, "optimizer steps between re-assignments (the paper: "
+           "1000 batches)", metavar="STEPS", check=positive_int),
+    *(_SHARED[name] for name in ("gamma", "freq_budget", "smoothing", "criterion", "margin",
+                                 "cluster_init")),
+    Option("freeze_after", int, None, "no re-assignment after this many steps (default: never "
+           "frozen)", metavar="STEPS", check=positive_int),
+    SPARSE)
 
-class SelfOrganizingSoftmax(LMOutputLayer):
+
+class SelfOrganizedSoftmax(LMOutputLayer):
     """Self-organized two-level or binary softmax over words with frequency-sorted ``counts``
     (id 0 the most frequent). ``n_clusters``: default round(sqrt V); ``reassign_every``:
     optimizer steps between re-assignments (the paper's K = 1000 batches); ``gamma``,
@@ -84,16 +98,16 @@ class SelfOrganizingSoftmax(LMOutputLayer):
     ``ignore_index``, ``reduction``: as ``torch.nn.CrossEntropyLoss``'s."""
 
     reduce_across_ranks = True  # reassign() averages the statistic over torch.distributed ranks
-    # the registry's declarations (semhuff.lm.output): what make_output_layer and semhuff-lm take
+    # the registry's declarations (registry.py): what make_output_layer and semhuff-lm take
     FORM = "two-level"
-    OPTIONS = LOSS_OPTIONS + _organizer_options() + (
+    OPTIONS = LOSS_OPTIONS + ORGANIZED_OPTIONS + (
         Option("projection", boolean, False, "the two-level form's ReLU projections (eq. 1)"),)
 
     @classmethod
     def from_vocab(cls, in_features, vocab, *, seed=1, device=None, dtype=None, clusters=None,
                    **settings):
         require_frequency_order(vocab, "a self-organizing layer")
-        return SelfOrganizingSoftmax(in_features, vocab.counts, n_clusters=clusters,
+        return SelfOrganizedSoftmax(in_features, vocab.counts, n_clusters=clusters,
                                      form=cls.FORM, seed=seed, device=device, dtype=dtype,
                                      **settings)
 
@@ -149,8 +163,8 @@ class SelfOrganizingSoftmax(LMOutputLayer):
         self._tokens_done = 0
         self._lam_for = None  # (tokens a step) lam was set for
         if form == "two-level":
-            self.body = TwoLevelSoftmax(in_features, o.cluster_of, o.n_clusters, projection, sparse,
-                                     device=device, dtype=dtype)
+            self.body = ClassSoftmax(in_features, o.cluster_of, o.n_clusters, projection, sparse,
+                                    device=device, dtype=dtype)
             self.register_buffer("cluster_depth", None)
         else:
             tree, depth = cluster_tree(o.cluster_of, counts, o.n_clusters, kind="self-organized")
@@ -464,11 +478,11 @@ class SelfOrganizingSoftmax(LMOutputLayer):
                 f"{o.criterion}); {self.body.describe()}")
 
 
-class SelfOrganizingBinary(SelfOrganizingSoftmax):
+class SelfOrganizedBinary(SelfOrganizedSoftmax):
     """The binary form's declarations, registered as "self-organized-binary"; ``from_vocab``
-    gives a ``SelfOrganizingSoftmax(form="binary")``."""
+    gives a ``SelfOrganizedSoftmax(form="binary")``."""
     FORM = "binary"
-    OPTIONS = LOSS_OPTIONS + _organizer_options() + (
+    OPTIONS = LOSS_OPTIONS + ORGANIZED_OPTIONS + (
         Option("statistic_rows", int, 512, "rows of each batch whose full cluster distribution "
                "feeds the statistic", metavar="ROWS", check=positive_int),
         Option("new_rows", str, "carried", "the rows of the nodes a re-assignment creates: "

@@ -72,7 +72,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..trees.base import Tree
+from ...trees.base import Tree
 from .path_gradients import row_gradient, static_row_gradient
 
 # CPU eager: paths grouped by length (see above); everywhere else the static form
@@ -169,7 +169,7 @@ def path_scores(h: torch.Tensor, weight: torch.Tensor, batch: PathBatch, sparse:
     if batch.buckets is not None:
         return PathScores.apply(h, weight, batch, sparse, workspace or Workspace())
     if triton_wanted(h, weight):
-        from .triton_paths import triton_path_scores
+        from .paths_triton import triton_path_scores
         return triton_path_scores(h, weight, batch.rows, batch.valid, sparse)
     return StaticPathScores.apply(h, weight, batch.rows, batch.valid, sparse)
 
@@ -180,7 +180,7 @@ def _eager_static(h, weight, rows, valid):
 
 
 def _triton_forced() -> bool:
-    module = sys.modules.get(__package__ + ".triton_paths")
+    module = sys.modules.get(__package__ + ".paths_triton")
     return bool(module is not None and module.FORCE)
 
 
@@ -191,7 +191,7 @@ def triton_wanted(h, weight) -> bool:
     if not (h.is_cuda or _triton_forced()):
         return False
     try:
-        from .triton_paths import wanted
+        from .paths_triton import wanted
     except ImportError:  # pragma: no cover
         return False
     return wanted(h, weight)

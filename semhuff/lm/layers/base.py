@@ -29,22 +29,25 @@ from typing import Optional, Tuple
 import torch
 from torch import nn
 
-from ..errors import OptionError
+from ...errors import OptionError
+from ...options import Option, boolean, integer
 
 LayerOutput = namedtuple("LayerOutput", ["output", "loss"])  # torch's _ASMoutput, same fields
 
 REDUCTIONS = ("mean", "sum", "none")
-LOW_PRECISION = (torch.float16, torch.bfloat16)
 
-
-def accumulate_dtype(*dtypes: torch.dtype) -> torch.dtype:
-    """The dtype to add up log-probabilities in: float32 for half types, else the widest."""
-    wide = [d for d in dtypes if d not in LOW_PRECISION]
-    if not wide:
-        return torch.float32
-    return torch.float64 if torch.float64 in wide else wide[0]
-
-
+# the loss options of torch.nn.CrossEntropyLoss, taken by every built-in layer: for the user's own
+# training loops (cli=False), semhuff-lm trains on the mean of every token
+LOSS_OPTIONS = (
+    Option("ignore_index", int, -100, "a target id that adds no loss and no gradient (padding), "
+           "as torch.nn.CrossEntropyLoss", metavar="ID", check=integer, cli=False),
+    Option("reduction", str, "mean", "the loss returned: the mean over the targets not "
+           "ignored, their sum, or none (one per token)", choices=REDUCTIONS, cli=False),
+)
+# a declaration several layers share (each layer's OPTIONS lists its own)
+SPARSE = Option("sparse", boolean, False, "the output weights' gradient as a sparse tensor of "
+                "the rows a batch touched (SGD, Adagrad, SparseAdam then update only those; "
+                "semhuff-lm trains the tree forms so unless told --sparse false)")
 def check_loss_options(ignore_index, reduction) -> Tuple[int, str]:
     if isinstance(ignore_index, bool) or not isinstance(ignore_index, int):
         raise OptionError(f"ignore_index must be an integer, got {ignore_index!r}")
@@ -113,7 +116,7 @@ class LMOutputLayer(nn.Module):
     ignore_index: int = -100
     reduction: str = "mean"
     # every parameter takes part in every forward (DistributedDataParallel need not look for
-    # unused ones: semhuff.lm.trainer.data_parallel); a layer for which it is not so says False
+    # unused ones: semhuff.lm.parallel.data_parallel); a layer for which it is not so says False
     uses_every_parameter: bool = True
 
     def set_loss(self, ignore_index: int = -100, reduction: str = "mean") -> None:
@@ -142,7 +145,7 @@ class LMOutputLayer(nn.Module):
 
     def sparse_parameters(self) -> list:
         """The parameters whose gradient is sparse (``sparse=True``); see
-        ``optim_state.check_optimizer``."""
+        ``kernels.optimizer_state.check_optimizer``."""
         return []
 
     def describe(self) -> str:  # pragma: no cover - every layer overrides it
@@ -216,12 +219,3 @@ class _RenamedKey:
     def load(self, state_dict, prefix, *args):
         if prefix + self.outer in state_dict and prefix + self.inner not in state_dict:
             state_dict[prefix + self.inner] = state_dict.pop(prefix + self.outer)
-
-
-def tokens_by_cluster(layer, target):
-    """(the tokens' order sorted by cluster, the clusters present (sorted), their token
-    counts): the layout both in-cluster forms (the loop, the Numba kernels) work in."""
-    cluster = layer.cluster_of[target]
-    order = torch.argsort(cluster, stable=True)
-    present, n_tokens = torch.unique_consecutive(cluster[order], return_counts=True)
-    return order, present, n_tokens

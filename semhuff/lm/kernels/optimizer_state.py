@@ -23,7 +23,7 @@ from typing import Optional
 import torch
 from torch.optim.optimizer import register_optimizer_step_pre_hook
 
-from ..errors import OptionError
+from ...errors import OptionError
 
 logger = logging.getLogger(__name__)
 

@@ -13,23 +13,12 @@ projections cost 2 D^2 = 0.52M multiply-adds a token, against ~2 sqrt(V) D = 0.2
 softmaxes at V = 50k: they would triple the layer's arithmetic. ``projection=True``
 reproduces the paper's layer.
 
-The within-cluster softmax is computed cluster by cluster for the clusters present in the
-batch: all tokens of cluster c against the m_c word vectors of c in one matrix product
-(``InClusterLogProb``). Padding every token to the largest cluster and gathering its members'
-rows per token, the alternative, copies N x max m x D numbers (1.7 GB at V = 50k, D = 512,
-2,560 tokens and gamma sqrt(V) = 336 words a cluster; frequency binning's rare-word clusters
-hold thousands), against at most V x D when the rows are gathered once per cluster. The loop
-runs over clusters (~sqrt V), never over words or tokens.
+The within-cluster softmax, log P(w | c(w), h), is ``kernels/clusters.py``'s
+(``in_cluster_log_prob``: the torch loop over the clusters present in the batch, the Numba
+kernels on the CPU, the Triton kernels on CUDA with a dense word gradient).
 
 Cluster vectors belong to cluster ids and word vectors to words: a change of clusters
 (``set_clusters``, the self-organizing layer) moves no weight, only membership.
-
-The loop needs the batch's clusters and their token counts on the host: the layer's one
-read-back a batch (one ``tolist``; on an accelerator one wait, and ~C small kernels each way).
-On CUDA with a dense word gradient the Triton kernels of ``triton_clusters`` run instead: one
-program per token over its cluster's words, nothing read back. Under torch.compile the loop runs eagerly
-(``in_cluster_log_prob``: one graph break, the cluster softmax and the network compiled),
-since traced, its shapes would recompile the graph every batch.
 
 Precision: log-softmaxes in float32 for half-precision weights or under autocast
 (``accumulate_dtype``); the in-cluster products run in the word weight's dtype with autocast
@@ -45,22 +34,22 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..errors import OptionError
-from ..options import Option, boolean
-from ..trees.clusters import CLUSTERS, cluster_members, word_clusters
-from .output import LOSS_OPTIONS, SPARSE
-from .base import (LMOutputLayer, SparseRows, accumulate_dtype, check_sizes, rename_in_state_dict,
-                   tokens_by_cluster)
-from .paths import Workspace, triton_wanted
+from ...errors import OptionError
+from ...options import Option, boolean
+from ...trees.clusters import CLUSTERS, cluster_members, word_clusters
+from ..kernels.clusters import in_cluster_log_prob
+from ..kernels.paths import Workspace
+from ..kernels.precision import accumulate_dtype
+from .base import LOSS_OPTIONS, SPARSE, LMOutputLayer, SparseRows, check_sizes, rename_in_state_dict
 
 
-class TwoLevelSoftmax(LMOutputLayer):
+class ClassSoftmax(LMOutputLayer):
     """Two-level softmax over the clusters ``cluster_of`` (word id -> cluster id in
     0..n_clusters-1; ``n_clusters`` defaults to ``max + 1``). ``sparse``: the word vectors'
     gradient is sparse (the rows of the clusters in the batch). ``ignore_index``,
-    ``reduction``: as ``torch.nn.CrossEntropyLoss``'s (``semhuff.lm.base``)."""
+    ``reduction``: as ``torch.nn.CrossEntropyLoss``'s (``base.py``)."""
 
-    # the registry's declarations (semhuff.lm.output): what make_output_layer and semhuff-lm take
+    # the registry's declarations (registry.py): what make_output_layer and semhuff-lm take
     OPTIONS = LOSS_OPTIONS + (
         CLUSTERS,
         Option("clustering", str, "frequency", "the clusters: frequency binning (Mikolov et al. "
@@ -138,7 +127,7 @@ class TwoLevelSoftmax(LMOutputLayer):
         self.register_buffer("empty", torch.as_tensor(np.diff(starts) == 0, device=device),
                              persistent=False)
         self.register_buffer("member_starts", torch.as_tensor(starts, device=device),
-                             persistent=False)  # the Triton kernels' (triton_clusters)
+                             persistent=False)  # the Triton kernels' (kernels/clusters_triton.py)
         self.starts = starts.tolist()  # Python ints: the per-cluster loop slices with them
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
@@ -208,93 +197,3 @@ def segment_log_softmax(logits: torch.Tensor, segment: torch.Tensor,
     shifted = logits - top.gather(1, index)
     total = shifted.new_zeros(top.shape).scatter_add(1, index, shifted.exp())
     return shifted - total.log().gather(1, index)
-
-
-@torch.compiler.disable
-def in_cluster_log_prob(hw, word_weight, target, layer, sparse: bool) -> torch.Tensor:
-    """log P(w | c(w), h) (N,), autocast off: on CUDA with a dense word gradient by the Triton
-    kernels (``triton_clusters``: nothing read back), on the CPU in float32/64 by the Numba
-    kernels (``numba_clusters``), else by ``InClusterLogProb``'s loop in the word weight's
-    dtype. Run eagerly under torch.compile (one graph break, the rest of the
-    model compiled): the loop's shapes are the batch's token counts per cluster, so a traced
-    loop would recompile every batch."""
-    with torch.autocast(hw.device.type, enabled=False):
-        if not sparse and triton_wanted(hw, word_weight):
-            from .triton_clusters import triton_in_cluster
-            # float32 in: the form that ran clean in a whole LM on a GPU (an H100, fp32); fed
-            # the bfloat16 output of a bf16-autocast LSTM there, the kernels gave a NaN loss,
-            # which the interpreter does not reproduce (docs/lm.md)
-            return triton_in_cluster(hw.float(), word_weight.float(), layer.members,
-                                     layer.member_starts, layer.cluster_of[target],
-                                     layer.slot[target])
-        hw = hw.to(word_weight.dtype)
-        from .numba_clusters import numba_in_cluster, numba_wanted  # Numba: imported when used
-        if numba_wanted(hw, word_weight):
-            return numba_in_cluster(hw, word_weight, target, layer, sparse)
-        return InClusterLogProb.apply(hw, word_weight, target, layer, sparse)
-
-
-
-class InClusterLogProb(torch.autograd.Function):
-    """log P(w | c(w), h) for each token: per cluster present in the batch, its tokens against
-    its words in one matrix product. Everything the loop touches is laid out once per batch in
-    cluster order (the tokens' inputs, the present clusters' word rows), so that inside the loop
-    a cluster's part is a slice, not a gather. The word rows (~V x D: nearly every cluster is in
-    a batch of thousands of tokens) go to a workspace reused from call to call, gathered again
-    in backward rather than kept (a fresh ~100 MB array costs its page faults every batch)."""
-
-    @staticmethod
-    def forward(ctx, hw, word_weight, target, layer: TwoLevelSoftmax, sparse: bool):
-        order, present, n_tokens = tokens_by_cluster(layer, target)
-        present, n_tokens = torch.stack([present, n_tokens]).tolist()  # the batch's one sync
-        starts = layer.starts
-        words = torch.cat([layer.members[starts[c]:starts[c + 1]] for c in present])
-        rows = torch.index_select(word_weight, 0, words,
-                                  out=layer._workspace.take(words.numel(), word_weight))
-        h_sorted = hw[order]
-        at = layer.slot[target[order]]
-        acc = accumulate_dtype(hw.dtype)  # log-softmaxes of half-precision products in float32
-        out_sorted = hw.new_empty(target.shape[0], dtype=acc)
-        probs = []
-        t0 = r0 = 0
-        for c, n in zip(present, n_tokens):
-            m = starts[c + 1] - starts[c]
-            logp = torch.log_softmax((h_sorted[t0:t0 + n] @ rows[r0:r0 + m].t()).to(acc), dim=1)
-            out_sorted[t0:t0 + n] = logp.gather(1, at[t0:t0 + n].unsqueeze(1)).squeeze(1)
-            probs.append(logp.exp_())
-            t0, r0 = t0 + n, r0 + m
-        ctx.save_for_backward(h_sorted, word_weight, words, order, at)
-        ctx.sparse, ctx.probs, ctx.workspace = sparse, probs, layer._workspace
-        out = torch.empty_like(out_sorted)
-        out[order] = out_sorted
-        return out
-
-    @staticmethod
-    def backward(ctx, grad):
-        h_sorted, word_weight, words, order, at = ctx.saved_tensors
-        rows = torch.index_select(word_weight, 0, words,
-                                  out=ctx.workspace.take(words.numel(), word_weight))
-        grad_sorted = grad[order]
-        grad_h_sorted = torch.empty_like(h_sorted)
-        grad_rows = torch.empty_like(rows) if ctx.needs_input_grad[1] else None
-        t0 = r0 = 0
-        for prob in ctx.probs:
-            n, m = prob.shape
-            g = grad_sorted[t0:t0 + n].unsqueeze(1)
-            dlogits = prob * -g  # d log_softmax[at] / d logits = onehot(at) - softmax
-            dlogits.scatter_add_(1, at[t0:t0 + n].unsqueeze(1), g)
-            dlogits = dlogits.to(rows.dtype)
-            torch.mm(dlogits, rows[r0:r0 + m], out=grad_h_sorted[t0:t0 + n])
-            if grad_rows is not None:
-                torch.mm(dlogits.t(), h_sorted[t0:t0 + n], out=grad_rows[r0:r0 + m])
-            t0, r0 = t0 + n, r0 + m
-        grad_h = torch.empty_like(grad_h_sorted)
-        grad_h[order] = grad_h_sorted
-        grad_w = None
-        if grad_rows is not None:  # each word is in one cluster: the rows are distinct
-            if ctx.sparse:  # uncoalesced: sorting ~V rows here would only copy them again
-                grad_w = torch.sparse_coo_tensor(words.unsqueeze(0), grad_rows, word_weight.shape,
-                                                 check_invariants=False)
-            else:
-                grad_w = word_weight.new_zeros(word_weight.shape).index_copy_(0, words, grad_rows)
-        return grad_h, grad_w, None, None, None

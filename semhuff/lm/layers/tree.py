@@ -3,7 +3,7 @@
 P(w | h) is the product over w's path of sigmoid(s) where the code bit is 0 and sigmoid(-s)
 where it is 1, s = h . W[row] (row i of ``weight`` is inner node V + i, ``Tree.points`` holds
 rows): exactly the Numba layers' convention, so a Word2Vec model's ``layer.weights`` loads as
-``weight`` and scores the same. Training touches ~depth rows a token (``paths.PathScores``);
+``weight`` and scores the same. Training touches ~depth rows a token (``kernels/paths.py``);
 ``log_prob`` gives the whole distribution exactly (all inner nodes scored once).
 
 Precision: under ``torch.autocast`` the path scores are computed with autocast off, in the
@@ -20,13 +20,15 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..errors import OptionError, TreeError
-from ..trees.base import Tree
-from ..trees.spec import SIMILARITY, TREE
-from .output import LOSS_OPTIONS, SPARSE, build_layer, tree_for
-from .base import (Cache, LMOutputLayer, SparseRows, accumulate_dtype, check_sizes,
+from ...errors import OptionError, TreeError
+from ...trees.base import Tree
+from ...trees.spec import SIMILARITY, TREE, resolve_tree
+from ..kernels.paths import (PathBatch, Workspace, leaf_paths, path_buffers, path_scores,
+                             paths_log_prob)
+from ..kernels.precision import accumulate_dtype
+from .base import (LOSS_OPTIONS, SPARSE, Cache, LMOutputLayer, SparseRows, check_sizes,
                    rename_in_state_dict)
-from .paths import PathBatch, Workspace, leaf_paths, path_buffers, path_scores, paths_log_prob
+from .registry import build_layer
 
 
 class TreeSoftmax(LMOutputLayer):
@@ -37,15 +39,27 @@ class TreeSoftmax(LMOutputLayer):
     start at zero, as word2vec's output layer: every word then has probability 2^-depth.
     ``state_dict`` holds the tree (``tree_parent``, ``tree_branch``), so a layer of the same
     vocabulary size loads any tree with it. ``ignore_index``, ``reduction``: as
-    ``torch.nn.CrossEntropyLoss``'s (``semhuff.lm.base``)."""
+    ``torch.nn.CrossEntropyLoss``'s (``base.py``)."""
 
-    # the registry's declarations (semhuff.lm.output): what make_output_layer and semhuff-lm take
+    # the registry's declarations (registry.py): what make_output_layer and semhuff-lm take
     OPTIONS = LOSS_OPTIONS + (TREE, SIMILARITY, SPARSE)
 
     @classmethod
     def declared_options(cls):
-        from ..trees import tree_builder_options
+        from ...trees import tree_builder_options
         return cls.OPTIONS + tree_builder_options()  # the builders refuse each other's
+
+    @classmethod
+    def settings_for_state(cls, settings, state):
+        """A state that holds the tree replaces whatever tree the settings would build: build
+        the cheapest of the same size instead (any binary tree over V words has 2V - 1 nodes;
+        no builder options, no similarity: a ``tree="semhuff"`` model loads without
+        WordNet)."""
+        if "tree_parent" not in state:
+            return settings
+        from ...trees import tree_builder_options
+        builders = {o.name for o in tree_builder_options()} | {TREE.name, SIMILARITY.name}
+        return {k: v for k, v in settings.items() if k not in builders}
 
     @classmethod
     def from_vocab(cls, in_features, vocab, *, seed=1, device=None, dtype=None, tree=None,
@@ -96,7 +110,7 @@ class TreeSoftmax(LMOutputLayer):
         old rows learned, word by word: ``counts`` weighs the words), the optimizer's state of
         the weight restarts (``remap_optimizer_state``). For a tree re-built from the model's
         own vectors during training (``semhuff-lm --retree-every``)."""
-        from .optim_state import remap_optimizer_state
+        from ..kernels.optimizer_state import remap_optimizer_state
         if tree.n_words != self.n_classes:
             raise OptionError(f"the tree has {tree.n_words:,} leaves, the layer "
                               f"{self.n_classes:,}")
@@ -205,3 +219,12 @@ def carried_rows(old_tree, new_tree, weight: torch.Tensor, counts: torch.Tensor,
     rows = mean[:, 0] - mean[:, 1]
     scale = W.norm(dim=1).mean() / rows.norm(dim=1).clamp_min(1e-12)
     return rows * scale.unsqueeze(1)
+
+
+def tree_for(spec, vocab, similarity, seed: int, builder_options):
+    """The tree layer's ``Tree`` (``semhuff.trees.spec.resolve_tree``), its errors as the
+    layer's ``OptionError``."""
+    try:
+        return resolve_tree(spec, vocab, similarity=similarity, seed=seed, **builder_options)
+    except TreeError as exc:
+        raise OptionError(str(exc)) from None

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import torch
 
-from .triton_paths import tl, triton  # one import of Triton, one SEMHUFF_TRITON switch
+from .paths_triton import tl, triton  # one import of Triton, one SEMHUFF_TRITON switch
 
 BLOCK_R = 16  # rows of a cluster scored at once
 

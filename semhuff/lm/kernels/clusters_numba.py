@@ -34,8 +34,8 @@ from typing import Optional
 import numpy as np
 import torch
 
-from ..numba_cache import numba
-from .base import tokens_by_cluster
+from ...numba_cache import numba
+from .clusters_torch import tokens_by_cluster
 
 logger = logging.getLogger(__name__)
 
