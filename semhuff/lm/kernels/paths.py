@@ -116,8 +116,8 @@ class PathBatch:
     """The paths of one batch of targets: ``rows`` (N, L) output rows (the root's past the end),
     ``signs``
     (N, L) with 0 past the end. Bucketed form (``buckets`` not None): L is the batch's longest
-    path, ``order`` the tokens by path length and ``buckets`` the (length, count) runs in that
-    order (read back to the host). Static form (``buckets`` None): L is the tree's depth, and
+    path, ``order`` the tokens with a path by path length and ``buckets`` the (length, count)
+    runs in that order (read back to the host). Static form (``buckets`` None): L is the tree's depth, and
     nothing depends on the batch's values."""
 
     rows: torch.Tensor
@@ -136,8 +136,9 @@ class PathBatch:
         depth = int(lengths.max()) if lengths.numel() else 0
         counts = torch.bincount(lengths, minlength=depth + 1).tolist()  # one sync per batch
         buckets = [(n, c) for n, c in enumerate(counts) if c and n]
+        # the empty paths (a flat head's words, head_tree.py) come first: not in any bucket
         return cls(points[target, :depth], signs[target, :depth], lengths,
-                   torch.argsort(lengths, stable=True), buckets)
+                   torch.argsort(lengths, stable=True)[counts[0]:], buckets)
 
     @property
     def valid(self) -> torch.Tensor:

@@ -7,6 +7,7 @@ made for); how they compute is ``semhuff.lm.kernels``."""
 from .base import LayerOutput, LMOutputLayer
 from .classes import ClassSoftmax
 from .full import AdaptiveSoftmax, FullSoftmax
+from .head_tree import HeadTreeSoftmax
 from .registry import (DEFAULT_LM_LAYER, LM_LAYERS, declared_lm_layer_options, lm_layer_class,
                        make_output_layer, register_lm_layer)
 from .self_organized import SelfOrganizedBinary, SelfOrganizedSoftmax
@@ -20,8 +21,10 @@ register_lm_layer("tree", trainer_defaults={"sparse": True})(TreeSoftmax)
 register_lm_layer("class")(ClassSoftmax)
 register_lm_layer("self-organized")(SelfOrganizedSoftmax)
 register_lm_layer("self-organized-binary", trainer_defaults={"sparse": True})(SelfOrganizedBinary)
+register_lm_layer("head-tree", trainer_defaults={"sparse": True})(HeadTreeSoftmax)
 
-__all__ = ["AdaptiveSoftmax", "ClassSoftmax", "DEFAULT_LM_LAYER", "FullSoftmax", "LM_LAYERS",
+__all__ = ["AdaptiveSoftmax", "ClassSoftmax", "DEFAULT_LM_LAYER", "FullSoftmax",
+           "HeadTreeSoftmax", "LM_LAYERS",
            "LMOutputLayer", "LayerOutput", "SelfOrganizedBinary", "SelfOrganizedSoftmax",
            "TreeSoftmax", "declared_lm_layer_options", "lm_layer_class", "make_output_layer",
            "register_lm_layer"]

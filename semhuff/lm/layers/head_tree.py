@@ -1,0 +1,340 @@
+"""A flat softmax over the most frequent words and a few tail entries, the other words in trees
+below those entries (issue 45): the adaptive softmax's head, with the tree softmax's O(log V)
+for the rest.
+
+    P(w | h) = softmax(T h)[e(w)] * prod over w's path below e(w) of sigmoid(+-h . W[node])
+
+The top has one entry per head word (the ``head`` most frequent words, or the fewest covering
+``coverage`` of the tokens) and ``tail_entries`` entries for the other words, each the root of
+a subtree: the tree ``tree`` (any builder: Huffman, SemHuff, ...) built over the whole
+vocabulary, the head words cut out (``trees.subtrees.restrict``: the tail words keep the
+groupings they had), then split at its top into its ``tail_entries`` heaviest subtrees
+(``frontier``): the tree's first binary decisions become one flat softmax. With ``head=0`` and
+many entries it is a two-level softmax whose clusters are the tree's top subtrees and whose
+in-cluster part is a small tree (``class-tree`` in ``class_tree.py`` is the same layer over
+fixed clusters).
+
+One structure serves every variant (``HeadTreeSoftmax.__init__``): a binary ``Tree`` over all
+V words (the head words in a Huffman tree of their own, joined to the tail's: those rows are
+never used), and per word its top entry ``entry[w]`` and ``cut[w]``, how many of its path's
+first nodes the top replaces; a word's path below that is scored by the tree softmax's
+kernels (``kernels/paths.py``: the path scores, their row-wise gradient, ``sparse``), a head
+word's path is empty. The words of an entry must be exactly the leaves of the node ``cut``
+levels down their paths (checked), so the probabilities sum to 1.
+
+Cost a token: the top's E = K + T dot products (the adaptive softmax's head is its cost too)
+and ~log2(tail subtree) rows for a tail token only.
+"""
+from __future__ import annotations
+
+from typing import Optional, Tuple
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ...errors import OptionError, TreeError
+from ...options import Option, boolean, positive_int, share
+from ...trees.base import Tree
+from ...trees.clusters import subtree_roots
+from ...trees.huffman import build_huffman
+from ...trees.spec import SIMILARITY, TREE, relabel_leaves
+from ...trees.subtrees import frontier, join, restrict, subtree_mass
+from ..kernels.paths import PathBatch, Workspace, path_buffers, path_matrix, path_scores, \
+    paths_log_prob
+from ..kernels.precision import accumulate_dtype
+from .base import (LOSS_OPTIONS, SPARSE, Cache, LMOutputLayer, SparseRows, check_sizes,
+                   rename_in_state_dict)
+from .tree import carried_rows, tree_for
+
+HEAD = Option("head", int, None, "words with an entry of their own in the flat top, the most "
+              "frequent (default: 2%% of V; see --coverage)", metavar="WORDS",
+              check=lambda v: None if isinstance(v, int) and not isinstance(v, bool) and v >= 0
+              else "must be an integer >= 0")
+COVERAGE = Option("coverage", float, None, "the head: the fewest most frequent words whose "
+                  "share of the training tokens reaches this (instead of --head)", check=share)
+TAIL_ENTRIES = Option("tail_entries", int, 1, "entries of the flat top that each hold a subtree "
+                      "of the other words (the tree's top subtrees)", metavar="N",
+                      check=positive_int)
+TOP_BIAS = Option("head_bias", boolean, False, "a bias in the head")  # the adaptive softmax's
+
+
+def head_size(counts, head: Optional[int], coverage: Optional[float]) -> int:
+    """The number of head words: ``head``, or the fewest most frequent words holding
+    ``coverage`` of the tokens, or 2% of V (rounded; the adaptive softmax's default head is 4%:
+    half its cost, docs/lm.md)."""
+    counts = np.asarray(counts, np.float64)
+    if head is not None and coverage is not None:
+        raise OptionError("give head (words) or coverage (a share of the tokens), not both")
+    if coverage is not None:
+        share_ = np.cumsum(np.sort(counts)[::-1]) / max(counts.sum(), 1.0)
+        head = int(np.searchsorted(share_, coverage - 1e-12) + 1)
+    elif head is None:
+        head = int(round(0.02 * counts.size))
+    if head >= counts.size:
+        raise OptionError(f"the head ({head:,} words) must leave words for the tail (V = "
+                          f"{counts.size:,})")
+    return head
+
+
+def head_structure(tree: Tree, counts, head: int, tail_entries: int
+                   ) -> Tuple[Tree, np.ndarray, np.ndarray]:
+    """(the layer's tree over all words, each word's top entry, each word's cut): the ``head``
+    most frequent words (ties by id) entries 0..head-1, in a Huffman tree of their own; the
+    others in ``tree`` restricted to them, split into ``tail_entries`` top subtrees (entries
+    head..)."""
+    counts = np.asarray(counts, np.int64)
+    V = counts.size
+    order = np.argsort(-counts, kind="stable")
+    heads, tails = order[:head], np.sort(order[head:])
+    if not 1 <= tail_entries <= tails.size:
+        raise OptionError(f"tail_entries must be in 1..{tails.size:,} (the tail's words), got "
+                          f"{tail_entries}")
+    kind = tree.kind
+    tail_tree = tree if head == 0 else restrict(tree, tails, kind=kind)
+    group, depth = frontier(tail_tree, np.maximum(counts[tails], 1), tail_entries)
+    entry = np.empty(V, np.int64)
+    cut = np.empty(V, np.int64)
+    if head == 0:
+        return Tree(tree.parent, tree.branch, kind=kind), group, depth
+    joined = join(build_huffman(counts[heads]), tail_tree, kind=kind)
+    joined = relabel_leaves(joined, np.concatenate([heads, tails]))
+    entry[heads] = np.arange(head)
+    cut[heads] = joined.lengths[heads]
+    entry[tails] = head + group
+    cut[tails] = depth + 1  # below the new root
+    return joined, entry, cut
+
+
+def check_structure(tree: Tree, entry: np.ndarray, cut: np.ndarray) -> int:
+    """The number of entries, or an ``OptionError`` unless the words of each entry are exactly
+    the leaves of one node, ``cut`` levels down each of their paths (so that the layer's
+    probabilities sum to 1)."""
+    V = tree.n_words
+    try:
+        tree.validate()
+    except TreeError as exc:
+        raise OptionError(f"not a usable tree: {exc}") from None
+    if entry.shape != (V,) or cut.shape != (V,):
+        raise OptionError(f"entry and cut need one value per word ({V:,})")
+    lengths = tree.lengths.astype(np.int64)
+    if entry.min() < 0 or np.any(cut < 0) or np.any(cut > lengths):
+        raise OptionError("entries are >= 0 and a word's cut at most its path's length")
+    n = int(entry.max()) + 1
+    sizes = np.bincount(entry, minlength=n)
+    if np.any(sizes == 0):
+        raise OptionError(f"entries 0..{n - 1} must each hold a word")
+    roots = subtree_roots(tree.parent, lengths.astype(np.int32), cut.astype(np.int32))
+    first_root = np.full(n, -1, np.int64)
+    first_root[entry[::-1]] = roots[::-1]
+    leaves = subtree_mass(tree, np.ones(V))
+    if np.any(roots != first_root[entry]) or np.any(leaves[first_root] != sizes):
+        raise OptionError("the words of an entry must be exactly the leaves of one subtree")
+    return n
+
+
+def shifted_paths(tree: Tree, cut: np.ndarray):
+    """(points, codes, lengths) of each word's path below its cut (numpy, padded with row 0 and
+    code 0)."""
+    lengths = tree.lengths.astype(np.int64) - cut
+    depth = max(int(lengths.max()), 1)
+    col = cut[:, None] + np.arange(depth)[None, :]
+    valid = np.arange(depth)[None, :] < lengths[:, None]
+    col = np.minimum(col, tree.points.shape[1] - 1)
+    points = np.where(valid, np.take_along_axis(tree.points, col, 1), 0).astype(np.int64)
+    codes = np.where(valid, np.take_along_axis(tree.codes, col, 1), 0).astype(np.int8)
+    return points, codes, lengths
+
+
+class HeadTreeSoftmax(LMOutputLayer):
+    """A flat top over ``entry.max() + 1`` entries and ``tree``'s paths below each word's cut
+    (see the module's docstring). ``sparse``: the tree rows' gradient is sparse (the rows the
+    batch touched); the top's is dense. The tree rows start at zero (every word of a subtree
+    equally likely), the top as ``nn.Linear``. ``ignore_index``, ``reduction``: as
+    ``torch.nn.CrossEntropyLoss``'s (``base.py``)."""
+
+    OPTIONS = LOSS_OPTIONS + (HEAD, COVERAGE, TAIL_ENTRIES, TREE, SIMILARITY, TOP_BIAS, SPARSE)
+
+    @classmethod
+    def declared_options(cls):
+        from ...trees import tree_builder_options
+        return cls.OPTIONS + tree_builder_options()
+
+    @classmethod
+    def settings_for_state(cls, settings, state):
+        """A state holds the whole structure: the settings that would build a tree are not
+        needed to load it (a SemHuff layer loads without its similarity data); the cheapest
+        tree of the same shape is built instead."""
+        if "tree_parent" not in state:
+            return settings
+        from ...trees import tree_builder_options
+        builders = {o.name for o in tree_builder_options()} | {TREE.name, SIMILARITY.name}
+        return {k: v for k, v in settings.items() if k not in builders}
+
+    @classmethod
+    def from_vocab(cls, in_features, vocab, *, seed=1, device=None, dtype=None, head=None,
+                   coverage=None, tail_entries=1, tree=None, similarity=None, **settings):
+        own = {k: settings.pop(k) for k in ("sparse", "head_bias", "ignore_index", "reduction")
+               if k in settings}  # the rest are the tree builder's
+        counts = np.asarray(vocab.counts, np.int64)
+        k = head_size(counts, head, coverage)
+        full = tree_for(tree, vocab, similarity, seed, settings)
+        structure = head_structure(full, counts, k, tail_entries)
+        return cls(in_features, *structure, counts=counts, head_words=k, device=device,
+                   dtype=dtype, **own)
+
+    def __init__(self, in_features: int, tree: Tree, entry, cut, counts=None,
+                 head_words: int = 0, head_bias: bool = False, sparse: bool = False, device=None, dtype=None,
+                 ignore_index: int = -100, reduction: str = "mean"):
+        super().__init__()
+        if not isinstance(tree, Tree):
+            raise OptionError(f"tree must be a semhuff.trees.base.Tree, got {type(tree).__name__}")
+        self.in_features, self.n_classes = check_sizes(in_features, tree.n_words)
+        self.set_loss(ignore_index, reduction)
+        self.sparse = bool(sparse)
+        entry, cut = np.asarray(entry, np.int64), np.asarray(cut, np.int64)
+        n_entries = check_structure(tree, entry, cut)
+        self.head_words = int(head_words)  # entries 0..head_words-1: a word each (retree keeps them)
+        kw = dict(device=device, dtype=dtype)
+        self.top = nn.Linear(self.in_features, n_entries, bias=bool(head_bias), **kw)
+        self.rows = SparseRows(torch.zeros(tree.n_words - 1, self.in_features, **kw), self.sparse)
+        rename_in_state_dict(self, "rows.weight", "weight")
+        V = tree.n_words
+        for name, size, dt in (("tree_parent", 2 * V - 1, torch.int64),
+                               ("tree_branch", 2 * V - 1, torch.int8),
+                               ("entry", V, torch.int64), ("cut", V, torch.int64)):
+            self.register_buffer(name, torch.empty(size, dtype=dt, device=device))
+        counts = np.ones(V, np.int64) if counts is None else np.asarray(counts, np.int64)
+        self.register_buffer("counts", torch.as_tensor(counts, device=device))
+        self._workspace = Workspace()
+        self._cache = Cache()  # log_prob's path matrix, by device
+        self.set_structure(tree, entry, cut)
+
+    @property
+    def weight(self) -> nn.Parameter:
+        """(V - 1, D): row i is inner node V + i of ``tree``."""
+        return self.rows.weight
+
+    @property
+    def n_entries(self) -> int:
+        return self.top.out_features
+
+    # -- the structure ---------------------------------------------------------------------------
+    def set_structure(self, tree: Tree, entry, cut) -> None:
+        entry, cut = np.asarray(entry, np.int64), np.asarray(cut, np.int64)
+        if check_structure(tree, entry, cut) != self.n_entries:
+            raise OptionError(f"the structure has {int(entry.max()) + 1} entries, the layer's "
+                              f"top {self.n_entries}")
+        self.tree = tree
+        for name, value in (("tree_parent", tree.parent), ("tree_branch", tree.branch),
+                            ("entry", entry), ("cut", cut)):
+            getattr(self, name).copy_(torch.as_tensor(value.astype(
+                np.int8 if name == "tree_branch" else np.int64)))
+        points, codes, lengths = shifted_paths(tree, cut)
+        device = self.weight.device
+        signs = torch.as_tensor(np.where(np.arange(points.shape[1])[None, :] < lengths[:, None],
+                                         1.0 - 2.0 * codes, 0.0), dtype=self.weight.dtype,
+                                device=device)
+        # derived from the structure: rebuilt on load, so not saved
+        self.register_buffer("points", torch.as_tensor(points, device=device), persistent=False)
+        self.register_buffer("signs", signs, persistent=False)
+        self.register_buffer("lengths", torch.as_tensor(lengths, device=device),
+                             persistent=False)
+        self._paths = (points, codes, lengths)
+        self._cache.clear()
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+        if prefix + "tree_parent" in state_dict:
+            tree = Tree(self.tree_parent.cpu().numpy(), self.tree_branch.cpu().numpy(),
+                        kind=getattr(self, "_loaded_kind", "loaded"))
+            self.set_structure(tree, self.entry.cpu().numpy(), self.cut.cpu().numpy())
+
+    def get_extra_state(self):
+        return {"kind": self.tree.kind, "head_words": self.head_words}
+
+    def set_extra_state(self, state):
+        self._loaded_kind = state.get("kind", "loaded")  # applied when the tree arrays load
+        self.head_words = int(state.get("head_words", self.head_words))
+
+    @torch.no_grad()
+    def retree(self, tree: Tree, counts, optimizer: Optional[torch.optim.Optimizer] = None
+               ) -> None:
+        """Go on over ``tree`` (a tree over every word, e.g. SemHuff from the network's own
+        vectors: ``semhuff-lm --retree-every``): the same head, the tail re-cut from ``tree``;
+        the rows carried over word by word (``tree.carried_rows``), each tail entry's top row
+        the count-weighted mean of its words' former entries' rows, Adagrad's sums of the rows
+        restarted."""
+        from ..kernels.optimizer_state import remap_optimizer_state
+        counts = np.asarray(counts, np.int64)
+        new = head_structure(tree, counts, self.head_words, self.n_entries - self.head_words)
+        rows = carried_rows(self.tree, new[0], self.weight, torch.as_tensor(counts))
+        self.weight.copy_(rows.to(self.weight.dtype))
+        self.weight.grad = None
+        remap_optimizer_state(optimizer, self.weight,
+                              torch.full((self.weight.shape[0],), -1, dtype=torch.long),
+                              torch.ones(self.weight.shape[0]))
+        old_entry = self.entry
+        new_entry = torch.as_tensor(new[1], device=old_entry.device)
+        c = self.counts.to(self.top.weight.dtype).clamp_min(1).unsqueeze(1)
+        sums = torch.zeros_like(self.top.weight).index_add_(
+            0, new_entry, c * self.top.weight[old_entry])
+        mass = torch.zeros(self.n_entries, 1, dtype=c.dtype, device=c.device).index_add_(
+            0, new_entry, c)
+        self.top.weight.copy_(sums / mass)
+        self.set_structure(*new)
+
+    # -- probabilities ---------------------------------------------------------------------------
+    def _top_logits(self, h):
+        logits = self.top(h)
+        return logits.to(accumulate_dtype(logits.dtype))
+
+    def path_log_prob(self, h, target) -> torch.Tensor:
+        """(N,) log-probability of each target's path below its entry (0 for a head word)."""
+        batch = PathBatch.gather(self.points, self.signs, self.lengths, target)
+        if batch.buckets == []:  # head words only (their paths are empty): no row is used
+            return h.new_zeros(h.shape[0], dtype=accumulate_dtype(h.dtype, self.weight.dtype))
+        with torch.autocast(h.device.type, enabled=False):
+            scores = path_scores(h.to(self.weight.dtype), self.weight, batch, self.sparse,
+                                 self._workspace)
+        scores = scores.to(accumulate_dtype(scores.dtype))
+        nodes = torch.where(batch.valid, F.logsigmoid(scores * batch.signs.to(scores.dtype)), 0)
+        return nodes.sum(dim=1)
+
+    def cluster_log_prob(self, h, target):
+        """log P(entry(w) | h): the top's part (a head word's whole probability)."""
+        return -F.cross_entropy(self._top_logits(h), self.entry[target], reduction="none")
+
+    def target_log_prob(self, h, target, keep=None):
+        return self.cluster_log_prob(h, target) + self.path_log_prob(h, target)
+
+    def full_log_prob(self, h):
+        acc = accumulate_dtype(h.dtype, self.weight.dtype)
+        top = torch.log_softmax(self._top_logits(h), dim=1)
+        key = ("paths", self.weight.device, acc)
+        if key not in self._cache:
+            self._cache.clear()
+            points, codes, lengths = self._paths
+            self._cache[key] = path_matrix(points, codes, lengths, self.n_classes,
+                                           self.n_classes - 1, device=self.weight.device,
+                                           dtype=acc)
+        with torch.autocast(h.device.type, enabled=False):
+            below = paths_log_prob(h.to(acc), self.weight.to(acc), self._cache[key])
+        return top.index_select(1, self.entry).to(acc) + below.to(acc)
+
+    def sparse_parameters(self) -> list:
+        return [self.weight] if self.sparse else []
+
+    def describe(self) -> str:
+        head = self.head_words
+        lengths = self._paths[2]
+        counts = self.counts.cpu().numpy().astype(np.float64)
+        tail = lengths > 0
+        mean = float((counts[tail] * lengths[tail]).sum() / max(counts[tail].sum(), 1.0))
+        share_ = counts[self.entry.cpu().numpy() < head].sum() / max(counts.sum(), 1.0)
+        return (f"flat head of {head:,} words ({100 * share_:.1f}% of the tokens) and "
+                f"{self.n_entries - head:,} tail entries over a {self.tree.kind} tree of "
+                f"{self.n_classes:,} words (tail paths {mean:.1f} nodes on average below the "
+                f"top; {'sparse' if self.sparse else 'dense'} row gradient, "
+                f"{self.in_features} inputs)")

@@ -1,0 +1,297 @@
+"""Issue 45's layer with a flat head and trees below it (``head-tree``) and the tree surgery it is
+made with (``semhuff.trees.subtrees``), against independent references: the restricted tree's
+codes from the original paths filtered by hand, the top subtrees by a naive split loop, every
+word's probability by a dense float64 computation (a softmax over the top, then a walk along
+the original path below the cut), finite differences, and a file round trip."""
+import io
+import math
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from lm_helpers import randomise, zipf_vocab  # noqa: E402
+from semhuff.errors import OptionError  # noqa: E402
+from semhuff.lm import make_output_layer  # noqa: E402
+from semhuff.lm.layers.head_tree import HeadTreeSoftmax, head_size  # noqa: E402
+from semhuff.trees import make_tree  # noqa: E402
+from semhuff.trees.subtrees import frontier, join, restrict, subtree_mass  # noqa: E402
+
+D = 6
+V = 60
+
+
+def random_counts(n, seed=0):
+    """Distinct counts in descending order (no ties: the split order is then unique)."""
+    rng = np.random.default_rng(seed)
+    return np.sort(rng.choice(np.arange(1, 50 * n), size=n, replace=False))[::-1].copy()
+
+
+def sibling_words(tree, node, branch):
+    """The words below ``node``'s child on ``branch`` (naive: every word's path searched)."""
+    return {w for w in range(tree.n_words)
+            for j in range(tree.lengths[w])
+            if tree.points[w, j] == node - tree.n_words and tree.codes[w, j] == branch}
+
+
+# -- trees ------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("kind", ["huffman", "random"])
+def test_restrict_keeps_exactly_the_splits_between_kept_words(kind):
+    vocab = zipf_vocab(30)
+    tree = make_tree(kind, vocab, seed=3)
+    keep = np.array([1, 4, 5, 9, 12, 13, 20, 21, 22, 29])
+    small = restrict(tree, keep)
+    small.validate()
+    kept = set(keep.tolist())
+    for i, w in enumerate(keep):
+        # by hand: w's path in the big tree, a node kept when its other side holds a kept word
+        code = "".join(str(int(tree.codes[w, j])) for j in range(tree.lengths[w])
+                       if sibling_words(tree, tree.points[w, j] + tree.n_words,
+                                        1 - tree.codes[w, j]) & kept)
+        assert small.code_string(i) == code, (w, code)
+
+
+def naive_frontier(tree, weights, n):
+    """The heaviest non-leaf subtree split into its two children, a list scanned each time."""
+    mass = {node: sum(weights[w] for w in below(tree, node)) for node in range(2 * tree.n_words - 1)}
+    roots = [tree.root]
+    while len(roots) < n:
+        node = max((r for r in roots if r >= tree.n_words), key=lambda r: mass[r])
+        roots.remove(node)
+        roots += [c for c in range(2 * tree.n_words - 1) if tree.parent[c] == node]
+    return sorted(tuple(sorted(below(tree, r))) for r in roots)
+
+
+def below(tree, node):
+    if node < tree.n_words:
+        return {node}
+    return {w for w in range(tree.n_words)
+            if any(tree.points[w, j] == node - tree.n_words for j in range(tree.lengths[w]))}
+
+
+@pytest.mark.parametrize("n", [1, 2, 5, 11, 30])
+def test_frontier_splits_the_heaviest_subtree_first(n):
+    counts = random_counts(30)
+    tree = make_tree("random", zipf_vocab(30), seed=2)
+    group, depth = frontier(tree, counts, n)
+    got = sorted(tuple(np.flatnonzero(group == g).tolist()) for g in range(n))
+    assert got == naive_frontier(tree, counts, n)
+    for w in range(30):  # the depth is that of the node holding exactly w's group
+        node = w if depth[w] == tree.lengths[w] else tree.points[w, depth[w]] + 30
+        assert below(tree, node) == set(np.flatnonzero(group == group[w]).tolist())
+
+
+def test_join_puts_two_trees_under_one_root():
+    a, b = make_tree("huffman", zipf_vocab(5)), make_tree("random", zipf_vocab(7), seed=1)
+    both = join(a, b, kind="joined")
+    both.validate()
+    assert [both.code_string(w) for w in range(5)] == ["0" + a.code_string(w) for w in range(5)]
+    assert [both.code_string(5 + w) for w in range(7)] == ["1" + b.code_string(w)
+                                                           for w in range(7)]
+    one = join(make_tree("huffman", zipf_vocab(1)), b, kind="joined")  # a single word: a leaf
+    assert one.code_string(0) == "0" and one.n_words == 8
+    assert subtree_mass(both, np.ones(12))[both.root] == 12
+
+
+# -- the layer ---------------------------------------------------------------------------------------
+
+def dense_log_prob(layer, h):
+    """(N, V) float64 by brute force: log_softmax of the top, then each node of the word's path
+    in ``layer.tree`` below its cut, walked one by one."""
+    top = torch.log_softmax(layer.top(h).double(), dim=1).detach().numpy()
+    W = layer.weight.detach().double().numpy()
+    tree = layer.tree
+    entry, cut = layer.entry.numpy(), layer.cut.numpy()
+    out = np.empty((h.shape[0], layer.n_classes))
+    for n in range(h.shape[0]):
+        x = h[n].detach().double().numpy()
+        for w in range(layer.n_classes):
+            total = top[n, entry[w]]
+            for j in range(cut[w], tree.lengths[w]):
+                s = float(x @ W[tree.points[w, j]])
+                total += -math.log1p(math.exp(-s)) if tree.codes[w, j] == 0 else \
+                    -math.log1p(math.exp(s))
+            out[n, w] = total
+    return out
+
+
+VARIANTS = {
+    "head 5, one tail entry": dict(head=5),
+    "no head, 7 entries (two-level, trees inside)": dict(head=0, tail_entries=7),
+    "head 8, 3 entries, random tree": dict(head=8, tail_entries=3, tree="random"),
+    "head by coverage": dict(coverage=0.5, tail_entries=2),
+    "default head (2% of V)": dict(),
+    "sparse, with a head bias": dict(head=4, tail_entries=2, sparse=True, head_bias=True),
+}
+
+
+def batch(n=9, seed=1, vocab_size=V):
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randn(n, D, generator=g, dtype=torch.float64),
+            torch.randint(0, vocab_size, (n,), generator=g))
+
+
+@pytest.mark.parametrize("name", list(VARIANTS))
+def test_every_word_against_a_dense_float64_computation(name):
+    layer = randomise(make_output_layer("head-tree", D, zipf_vocab(V), **VARIANTS[name]).double())
+    h, t = batch()
+    lp = layer.log_prob(h)
+    ref = dense_log_prob(layer, h)
+    assert np.allclose(lp.detach().numpy(), ref, atol=1e-10)
+    assert np.allclose(np.exp(ref).sum(1), 1.0, atol=1e-12)  # the structure normalises
+    out = layer(h, t)
+    assert np.allclose(out.output.detach().numpy(), ref[np.arange(len(t)), t.numpy()],
+                       atol=1e-10)
+    assert torch.equal(layer.predict(h), lp.argmax(1))
+    assert layer.describe()
+
+
+def test_the_head_is_the_most_frequent_words_and_their_probability_the_top_alone():
+    layer = randomise(make_output_layer("head-tree", D, zipf_vocab(V), head=6,
+                                        tail_entries=3).double())
+    assert layer.head_words == 6 and layer.n_entries == 9
+    assert np.array_equal(layer.entry.numpy()[:6], np.arange(6))
+    assert set(layer.entry.numpy()[6:]) == {6, 7, 8}
+    h, _ = batch()
+    top = torch.log_softmax(layer.top(h), dim=1)
+    assert torch.allclose(layer.log_prob(h)[:, :6], top[:, :6], atol=1e-12)
+    assert torch.all(layer.lengths[:6] == 0)
+    # a tail entry's words share its probability: their sum is the entry's
+    lp = layer.log_prob(h).exp()
+    for e in (6, 7, 8):
+        words = torch.as_tensor(np.flatnonzero(layer.entry.numpy() == e))
+        assert torch.allclose(lp[:, words].sum(1), top[:, e].exp(), atol=1e-12)
+
+
+def test_the_tail_keeps_the_tree_s_groupings(tmp_path):
+    pairs = tmp_path / "pairs.txt"
+    pairs.write_text("w11 w17 w19\nw12 w13\nw20 w30 w40\n")
+    vocab = zipf_vocab(V)
+    layer = make_output_layer("head-tree", D, vocab, head=10, tree="semhuff",
+                              similarity=str(pairs))
+    full = make_tree("semhuff", vocab, similarity=str(pairs))
+    tail = np.arange(10, V)
+    expected = restrict(full, tail)
+    # a tail word's path below the new root is its path in the restricted SemHuff tree
+    for i, w in enumerate(tail):
+        assert layer.tree.code_string(w)[1:] == expected.code_string(i)
+
+
+def test_gradients_by_finite_differences_and_sparse_equals_dense():
+    vocab = zipf_vocab(20)
+    layer = randomise(make_output_layer("head-tree", D, vocab, head=4, tail_entries=2,
+                                        head_bias=True).double())
+    h, t = batch(8, vocab_size=20)
+    t[0], t[1] = 0, 19  # a head word and a tail word at least
+    params = dict(layer.named_parameters())
+    names = list(params)
+
+    def f(h, *values):
+        return torch.func.functional_call(layer, dict(zip(names, values)), (h, t)).output
+
+    inputs = (h.clone().requires_grad_(),
+              *[p.detach().clone().requires_grad_() for p in params.values()])
+    assert torch.autograd.gradcheck(f, inputs)
+    sparse = make_output_layer("head-tree", D, vocab, head=4, tail_entries=2, head_bias=True,
+                               sparse=True).double()
+    sparse.load_state_dict(layer.state_dict())
+    layer(h, t).loss.backward()
+    sparse(h, t).loss.backward()
+    assert sparse.weight.grad.is_sparse
+    for (name, a), b in zip(layer.named_parameters(), sparse.parameters()):
+        assert torch.allclose(a.grad, b.grad.to_dense(), atol=1e-12), name
+
+
+def test_a_batch_of_head_words_only_trains():
+    layer = randomise(make_output_layer("head-tree", D, zipf_vocab(V), head=10, sparse=True)
+                      .double())
+    h = torch.randn(5, D, dtype=torch.float64, requires_grad=True)
+    t = torch.tensor([0, 3, 9, 9, 1])
+    out = layer(h, t)
+    out.loss.backward()
+    top = torch.log_softmax(layer.top(h), dim=1)
+    assert torch.allclose(out.output, top[torch.arange(5), t], atol=1e-12)
+    assert layer.top.weight.grad is not None and h.grad is not None
+    assert layer.weight.grad is None or float(layer.weight.grad.to_dense().abs().sum()) == 0
+
+
+def test_state_dict_loads_from_a_file_with_weights_only_into_another_tree(tmp_path):
+    pairs = tmp_path / "pairs.txt"
+    pairs.write_text("w11 w17 w19\nw12 w13\n")
+    vocab = zipf_vocab(V)
+    layer = randomise(make_output_layer("head-tree", D, vocab, head=7, tail_entries=3,
+                                        tree="semhuff", similarity=str(pairs)).double())
+    buffer = io.BytesIO()
+    torch.save(layer.state_dict(), buffer)
+    buffer.seek(0)
+    state = torch.load(buffer, weights_only=True)
+    settings = HeadTreeSoftmax.settings_for_state(
+        {"head": 7, "tail_entries": 3, "tree": "semhuff", "similarity": "gone.txt"}, state)
+    assert settings == {"head": 7, "tail_entries": 3}  # no similarity needed to load it
+    again = make_output_layer("head-tree", D, vocab, **settings).double()  # a Huffman tail
+    again.load_state_dict(state)
+    h, t = batch()
+    assert torch.equal(again.log_prob(h), layer.log_prob(h))
+    assert torch.equal(again(h, t).output, layer(h, t).output)
+    assert again.tree.kind == "semhuff" and again.head_words == 7
+
+
+def test_retree_keeps_the_head_and_carries_the_rows():
+    vocab = zipf_vocab(V)
+    layer = randomise(make_output_layer("head-tree", D, vocab, head=6).double())
+    h, t = batch(30)
+    opt = torch.optim.Adagrad(layer.parameters(), lr=0.1)
+    layer(h, t).loss.backward()
+    opt.step()
+    before = layer.log_prob(h)
+    top = layer.top.weight.detach().clone()
+    new = make_tree("random", vocab, seed=5)
+    layer.retree(new, vocab.counts, opt)
+    after = layer.log_prob(h)
+    assert torch.allclose(after.exp().sum(1), torch.ones(30, dtype=torch.float64))
+    assert torch.equal(layer.entry[:6], torch.arange(6))
+    # the one tail entry's row is its words' (one) former entry's: the top is unchanged
+    assert torch.allclose(layer.top.weight, top, atol=1e-12)
+    tail = np.arange(6, V)
+    assert layer.tree.kind == "random"
+    expected = restrict(new, tail)
+    assert all(layer.tree.code_string(w)[1:] == expected.code_string(i)
+               for i, w in enumerate(tail))
+    assert not torch.equal(after, before)
+    assert torch.all(opt.state[layer.weight]["sum"] == 0)  # Adagrad's sums restart
+
+
+@pytest.mark.parametrize("settings, message", [
+    (dict(head=V), "must leave words for the tail"),
+    (dict(head=3, coverage=0.5), "not both"),
+    (dict(head=50, tail_entries=11), "tail_entries must be in 1..10"),
+    (dict(head=-1), "head must be an integer >= 0"),
+    (dict(coverage=1.5), "coverage must be in (0, 1]"),
+    (dict(tail_entries=0), "tail_entries must be an integer >= 1"),
+])
+def test_bad_settings_are_one_line_option_errors(settings, message):
+    with pytest.raises(OptionError) as info:
+        make_output_layer("head-tree", D, zipf_vocab(V), **settings)
+    assert message in str(info.value) and "\n" not in str(info.value)
+
+
+def test_a_structure_whose_entries_are_not_subtrees_is_refused():
+    tree = make_tree("huffman", zipf_vocab(8))
+    with pytest.raises(OptionError, match="exactly the leaves of one subtree"):
+        HeadTreeSoftmax(D, tree, entry=np.array([0, 0, 0, 0, 1, 1, 1, 0]),
+                        cut=np.ones(8, np.int64))
+    with pytest.raises(OptionError, match="a word's cut at most"):
+        HeadTreeSoftmax(D, tree, entry=np.zeros(8, np.int64), cut=np.full(8, 40))
+    with pytest.raises(OptionError, match="Tree"):
+        HeadTreeSoftmax(D, "huffman", entry=np.zeros(8, np.int64), cut=np.zeros(8, np.int64))
+
+
+def test_head_size_by_coverage_is_the_fewest_words_reaching_it():
+    counts = np.array([50, 20, 10, 10, 5, 5])
+    assert head_size(counts, None, 0.5) == 1
+    assert head_size(counts, None, 0.51) == 2
+    assert head_size(counts, None, 0.8) == 3
+    assert head_size(counts, 2, None) == 2
+    assert head_size(np.ones(100), None, None) == 2
