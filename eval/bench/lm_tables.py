@@ -43,6 +43,13 @@ SETTINGS = {
 }
 
 
+# issue 45: a flat head of the most frequent words and the other words in a tree below one (or a
+# few) entries: the tail tree Huffman, SemHuff bootstrapped, or Huffman re-built after epoch 1 as
+# SemHuff from the LSTM's own embeddings (as semhuff-self)
+HEAD_TREE_ROWS = ("head-tree", "head-tree-boot", "head-tree-self")
+BOOTSTRAPPED = ("semhuff-boot", "head-tree-boot")  # the rows that need the skip-gram vectors
+
+
 def row_settings(row: str, args, boot_vectors: str):
     """(LMSettings keywords) of a table row."""
     common = dict(emb=256, hidden=256, batch_size=32, bptt=20, lr=0.1, clip=0.25,
@@ -53,12 +60,13 @@ def row_settings(row: str, args, boot_vectors: str):
         return dict(common, output=row)
     if row == "class-frequency":
         return dict(common, output="class", clustering="frequency")
+    if row in HEAD_TREE_ROWS:  # issue 45's candidates; --layer-option head=, tail_entries=, ...
+        tree = dict(tree="semhuff", similarity=boot_vectors) if row.endswith("-boot") else {}
+        return dict(common, output="head-tree", retree_every=int(row.endswith("-self")),
+                    layer_options={**tree, **given_options("head-tree", args)})
     if row.startswith("self-organized"):
-        from semhuff.lm.layers.registry import layer_options, lm_layer_class
-        from semhuff.options import parse_assignments
         output = row.replace("-frozen", "")
-        given = parse_assignments([f"{name}={value}" for name, value in args.layer_option],
-                                  layer_options(lm_layer_class(output)), output)  # typed
+        given = given_options(output, args)
         if row.endswith("-frozen"):  # the clusters re-learned in the first epoch only; new
             # rows from zero (measured better than carried rows when the tree is then kept:
             # docs/lm.md)
@@ -73,6 +81,14 @@ def row_settings(row: str, args, boot_vectors: str):
     if row == "semhuff-self":  # issue 36's item 4: Huffman, then SemHuff from its own vectors
         return dict(common, output="tree", tree="huffman", retree_every=1)
     return dict(common, output="tree", tree=row)
+
+
+def given_options(output: str, args) -> dict:
+    """``--layer-option`` values, typed by layer ``output``'s declarations."""
+    from semhuff.lm.layers.registry import layer_options, lm_layer_class
+    from semhuff.options import parse_assignments
+    return parse_assignments([f"{name}={value}" for name, value in args.layer_option],
+                             layer_options(lm_layer_class(output)), output)
 
 
 def add_result(record: str, row: str, out: dict) -> dict:
@@ -149,8 +165,9 @@ def main(argv=None) -> int:
                    "OUT/<setting>[-transformer]-seed<S>.json unless 1)")
     p.add_argument("--layer-option", action="append", default=[], metavar="NAME=VALUE",
                    type=lambda t: tuple(t.split("=", 1)),
-                   help="an option of the self-organized rows (repeatable), e.g. "
-                   "new_rows=carried; results to OUT/<setting>...-<NAME>-<VALUE>.json")
+                   help="an option of the self-organized and head-tree rows (repeatable), "
+                   "e.g. new_rows=carried, head=400; results to "
+                   "OUT/<setting>...-<NAME>-<VALUE>.json")
     args = p.parse_args(argv)
     if not os.path.exists(args.corpus):
         raise SystemExit(missing_message(args.corpus, "the shared corpus"))
@@ -180,7 +197,7 @@ def main(argv=None) -> int:
     for row in rows:
         if row in results:
             continue
-        boot = bootstrap_vectors(data, args.out) if row == "semhuff-boot" else None
+        boot = bootstrap_vectors(data, args.out) if row in BOOTSTRAPPED else None
         t0 = time.perf_counter()
         settings = LMSettings(epochs=conf["epochs"], **row_settings(row, args, boot))
         model, report = train_lm(data, settings)
