@@ -16,6 +16,8 @@ from semhuff.errors import OptionError  # noqa: E402
 from semhuff.lm import make_output_layer  # noqa: E402
 from semhuff.lm.layers.head_tree import HeadTreeSoftmax, head_size  # noqa: E402
 from semhuff.trees import make_tree  # noqa: E402
+from semhuff.trees.clusters import frequency_binning  # noqa: E402
+from semhuff.trees.huffman import build_huffman  # noqa: E402
 from semhuff.trees.subtrees import frontier, join, restrict, subtree_mass  # noqa: E402
 
 D = 6
@@ -118,12 +120,17 @@ def dense_log_prob(layer, h):
 
 
 VARIANTS = {
-    "head 5, one tail entry": dict(head=5),
-    "no head, 7 entries (two-level, trees inside)": dict(head=0, tail_entries=7),
-    "head 8, 3 entries, random tree": dict(head=8, tail_entries=3, tree="random"),
-    "head by coverage": dict(coverage=0.5, tail_entries=2),
-    "default head (2% of V)": dict(),
-    "sparse, with a head bias": dict(head=4, tail_entries=2, sparse=True, head_bias=True),
+    "head 5, one tail entry": ("head-tree", dict(head=5)),
+    "no head, 7 entries (two-level, trees inside)": ("head-tree", dict(head=0, tail_entries=7)),
+    "head 8, 3 entries, random tree": ("head-tree", dict(head=8, tail_entries=3, tree="random")),
+    "head by coverage": ("head-tree", dict(coverage=0.5, tail_entries=2)),
+    "default head (2% of V)": ("head-tree", dict()),
+    "sparse, with a head bias": ("head-tree", dict(head=4, tail_entries=2, sparse=True,
+                                                   head_bias=True)),
+    "class-tree, Huffman's top subtrees": ("class-tree", dict()),
+    "class-tree, frequency bins": ("class-tree", dict(cluster_by="frequency")),
+    "class-tree, random clusters and a head": ("class-tree", dict(cluster_by="random", head=5,
+                                                                  clusters=4)),
 }
 
 
@@ -135,7 +142,8 @@ def batch(n=9, seed=1, vocab_size=V):
 
 @pytest.mark.parametrize("name", list(VARIANTS))
 def test_every_word_against_a_dense_float64_computation(name):
-    layer = randomise(make_output_layer("head-tree", D, zipf_vocab(V), **VARIANTS[name]).double())
+    layer_name, settings = VARIANTS[name]
+    layer = randomise(make_output_layer(layer_name, D, zipf_vocab(V), **settings).double())
     h, t = batch()
     lp = layer.log_prob(h)
     ref = dense_log_prob(layer, h)
@@ -295,3 +303,19 @@ def test_head_size_by_coverage_is_the_fewest_words_reaching_it():
     assert head_size(counts, None, 0.8) == 3
     assert head_size(counts, 2, None) == 2
     assert head_size(np.ones(100), None, None) == 2
+
+
+def test_class_tree_clusters_are_frequency_bins_with_a_huffman_tree_inside():
+    vocab = zipf_vocab(V)
+    layer = make_output_layer("class-tree", D, vocab, cluster_by="frequency", head=4, clusters=5)
+    assert layer.n_entries == 9 and layer.head_words == 4
+    bins = frequency_binning(vocab.counts[4:], 5)
+    entry = layer.entry.numpy()
+    assert np.array_equal(entry[:4], np.arange(4)) and np.array_equal(entry[4:], 4 + bins)
+    for c in range(5):  # below the cluster's entry: Huffman over its words, by count
+        words = 4 + np.flatnonzero(bins == c)
+        huffman = build_huffman(vocab.counts[words])
+        assert sorted(layer.tree.lengths[w] - layer.cut[w].item() for w in words) == \
+            sorted(huffman.lengths.tolist())
+    with pytest.raises(OptionError, match="Huffman tree inside each"):
+        make_output_layer("class-tree", D, vocab, cluster_by="frequency", tree="random")

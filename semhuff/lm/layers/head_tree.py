@@ -49,7 +49,8 @@ from .base import (LOSS_OPTIONS, SPARSE, Cache, LMOutputLayer, SparseRows, check
 from .tree import carried_rows, tree_for
 
 HEAD = Option("head", int, None, "words with an entry of their own in the flat top, the most "
-              "frequent (default: 2%% of V; see --coverage)", metavar="WORDS",
+              "frequent (default: 2%% of V for head-tree, see --coverage; none for class-tree)",
+              metavar="WORDS",
               check=lambda v: None if isinstance(v, int) and not isinstance(v, bool) and v >= 0
               else "must be an integer >= 0")
 COVERAGE = Option("coverage", float, None, "the head: the fewest most frequent words whose "
@@ -333,8 +334,8 @@ class HeadTreeSoftmax(LMOutputLayer):
         tail = lengths > 0
         mean = float((counts[tail] * lengths[tail]).sum() / max(counts[tail].sum(), 1.0))
         share_ = counts[self.entry.cpu().numpy() < head].sum() / max(counts.sum(), 1.0)
-        return (f"flat head of {head:,} words ({100 * share_:.1f}% of the tokens) and "
-                f"{self.n_entries - head:,} tail entries over a {self.tree.kind} tree of "
-                f"{self.n_classes:,} words (tail paths {mean:.1f} nodes on average below the "
-                f"top; {'sparse' if self.sparse else 'dense'} row gradient, "
+        return (f"a flat softmax over {head:,} words ({100 * share_:.1f}% of the tokens) and "
+                f"{self.n_entries - head:,} subtrees of a {self.tree.kind} tree over the other "
+                f"words ({self.n_classes:,} in all; a tail token's path {mean:.1f} nodes on "
+                f"average; {'sparse' if self.sparse else 'dense'} row gradient, "
                 f"{self.in_features} inputs)")

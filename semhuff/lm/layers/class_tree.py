@@ -1,0 +1,69 @@
+"""The two-level softmax with its in-cluster part a small tree (issue 45): a flat softmax over
+about sqrt(V) clusters, then a tree over the words of the cluster, so that a token reads its
+cluster's ~log2(cluster size) rows where the two-level layers read the whole cluster (~2 sqrt V
+rows).
+
+The clusters (``cluster_by``): ``tree``, the ``tree`` builder's tree cut at its top into its
+``clusters`` heaviest subtrees (``head_tree.head_structure``: a SemHuff tree's top subtrees are
+clusters of similar words, each with its SemHuff subtree inside); or ``frequency`` (Mikolov et
+al.'s bins) / ``random``, with a Huffman tree inside each cluster (``trees.clusters.
+cluster_tree``). ``head`` words (the most frequent, default none) get entries of their own, as
+``head-tree``'s. It is ``HeadTreeSoftmax`` with other defaults and these clusterings.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...errors import OptionError
+from ...options import Option
+from ...trees.clusters import CLUSTERS, check_clusters, cluster_tree, word_clusters
+from ...trees.spec import SIMILARITY, TREE
+from .base import LOSS_OPTIONS, SPARSE
+from .head_tree import HEAD, TOP_BIAS, HeadTreeSoftmax, head_size, head_structure
+from .tree import tree_for
+
+CLUSTER_BY = Option("cluster_by", str, "tree", "the clusters of class-tree: the tree's top "
+                    "subtrees (--tree, --similarity), frequency bins (Mikolov et al. 2011) or "
+                    "random, a Huffman tree inside each", choices=("tree", "frequency", "random"))
+
+
+class ClassTreeSoftmax(HeadTreeSoftmax):
+    """A flat softmax over ``clusters`` clusters (and ``head`` words), a tree inside each."""
+
+    OPTIONS = LOSS_OPTIONS + (CLUSTERS, CLUSTER_BY, HEAD, TREE, SIMILARITY, TOP_BIAS, SPARSE)
+
+    @classmethod
+    def from_vocab(cls, in_features, vocab, *, seed=1, device=None, dtype=None, clusters=None,
+                   cluster_by="tree", head=None, tree=None, similarity=None, **settings):
+        own = {k: settings.pop(k) for k in ("sparse", "head_bias", "ignore_index", "reduction")
+               if k in settings}
+        counts = np.asarray(vocab.counts, np.int64)
+        k = head_size(counts, 0 if head is None else head, None)
+        n = check_clusters(clusters, counts.size - k)
+        if cluster_by == "tree":
+            structure = head_structure(tree_for(tree, vocab, similarity, seed, settings),
+                                       counts, k, n)
+        else:
+            given = sorted(name for name, value in dict(settings, tree=tree,
+                                                        similarity=similarity).items()
+                           if value is not None)
+            if given:
+                raise OptionError(f"{', '.join(given)}: the clusters' tree options; the "
+                                  f"{cluster_by} clusters have a Huffman tree inside each")
+            structure = clustered_structure(counts, k, n, cluster_by, seed)
+        return cls(in_features, *structure, counts=counts, head_words=k, device=device,
+                   dtype=dtype, **own)
+
+
+def clustered_structure(counts, head: int, n_clusters: int, clustering: str, seed: int):
+    """(tree, entry, cut): the ``head`` most frequent words an entry each (0..head-1), the
+    others in ``n_clusters`` clusters (``word_clusters``: frequency bins or random; entries
+    head..), a Huffman tree over each cluster's words below its entry."""
+    order = np.argsort(-counts, kind="stable")
+    heads, tails = order[:head], np.sort(order[head:])
+    cluster_of = np.empty(counts.size, np.int64)
+    cluster_of[heads] = np.arange(head)
+    local, n = word_clusters(clustering, counts[tails], n_clusters, seed)
+    cluster_of[tails] = head + local
+    tree, depth = cluster_tree(cluster_of, counts, head + n, kind=f"{clustering} clusters")
+    return tree, cluster_of, depth.astype(np.int64)
