@@ -44,26 +44,30 @@ SETTINGS = {
 
 
 # issue 45: a flat head of the most frequent words and the other words in a tree below one (or a
-# few) entries: the tail tree Huffman, SemHuff bootstrapped, or Huffman re-built after epoch 1 as
-# SemHuff from the LSTM's own embeddings (as semhuff-self)
-HEAD_TREE_ROWS = ("head-tree", "head-tree-boot", "head-tree-self")
-BOOTSTRAPPED = ("semhuff-boot", "head-tree-boot")  # the rows that need the skip-gram vectors
+# few) entries (head-tree), or a flat softmax over clusters with a tree inside each (class-tree):
+# the tree Huffman, SemHuff bootstrapped (-boot), or Huffman re-built after epoch 1 as SemHuff
+# from the LSTM's own embeddings (-self, as semhuff-self); class-tree-frequency: frequency bins
+HEAD_TREE_ROWS = ("head-tree", "head-tree-boot", "head-tree-self", "class-tree",
+                  "class-tree-boot", "class-tree-self", "class-tree-frequency")
+BOOTSTRAPPED = ("semhuff-boot", "head-tree-boot", "class-tree-boot")  # need skip-gram vectors
 
 
 def row_settings(row: str, args, boot_vectors: str):
     """(LMSettings keywords) of a table row."""
     common = dict(emb=256, hidden=256, batch_size=32, bptt=20, lr=0.1, clip=0.25,
-                  seed=args.seed, progress=False, threads=args.threads, cell=args.arch)
+                  seed=args.seed, progress=False, threads=args.threads, arch=args.arch)
     if args.arch == "transformer":  # issue 35's column: 2 layers, width 256, 4 heads
         common["network_options"] = {"layers": 2, "heads": 4}
     if row in ("full", "adaptive"):
         return dict(common, output=row)
     if row == "class-frequency":
-        return dict(common, output="class", clustering="frequency")
+        return dict(common, output="class", layer_options={"clustering": "frequency"})
     if row in HEAD_TREE_ROWS:  # issue 45's candidates; --layer-option head=, tail_entries=, ...
-        tree = dict(tree="semhuff", similarity=boot_vectors) if row.endswith("-boot") else {}
-        return dict(common, output="head-tree", retree_every=int(row.endswith("-self")),
-                    layer_options={**tree, **given_options("head-tree", args)})
+        output = "class-tree" if row.startswith("class-tree") else "head-tree"
+        tree = dict(tree="semhuff", similarity=boot_vectors) if row.endswith("-boot") else \
+            dict(cluster_by="frequency") if row.endswith("-frequency") else {}
+        return dict(common, output=output, retree_every=int(row.endswith("-self")),
+                    layer_options={**tree, **given_options(output, args)})
     if row.startswith("self-organized"):
         output = row.replace("-frozen", "")
         given = given_options(output, args)
@@ -75,12 +79,14 @@ def row_settings(row: str, args, boot_vectors: str):
         return dict(common, output=output, layer_options={
             "reassign_every": args.reassign_every, **given})
     if row == "semhuff-wordnet":
-        return dict(common, output="tree", tree="semhuff", similarity="wordnet")
+        return dict(common, output="tree", layer_options={"tree": "semhuff",
+                                                          "similarity": "wordnet"})
     if row == "semhuff-boot":
-        return dict(common, output="tree", tree="semhuff", similarity=boot_vectors)
+        return dict(common, output="tree", layer_options={"tree": "semhuff",
+                                                          "similarity": boot_vectors})
     if row == "semhuff-self":  # issue 36's item 4: Huffman, then SemHuff from its own vectors
-        return dict(common, output="tree", tree="huffman", retree_every=1)
-    return dict(common, output="tree", tree=row)
+        return dict(common, output="tree", layer_options={"tree": "huffman"}, retree_every=1)
+    return dict(common, output="tree", layer_options={"tree": row})
 
 
 def given_options(output: str, args) -> dict:
@@ -175,7 +181,8 @@ def main(argv=None) -> int:
     keep_large_blocks()  # as semhuff-lm: the rows' large per-step blocks reused
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     from semhuff.lm.token_ids import load_data
-    from semhuff.lm.trainer import LMSettings, train_lm
+    from semhuff.lm.settings import LMSettings
+    from semhuff.lm.trainer import train_lm
     conf = SETTINGS[args.setting]
     os.makedirs(args.out, exist_ok=True)
     stem = args.setting + ("-transformer" if args.arch == "transformer" else "") + (
