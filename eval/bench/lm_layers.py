@@ -23,7 +23,8 @@ under the same setting, printed in the header.
 Layers: full softmax; torch's AdaptiveLogSoftmaxWithLoss (cutoffs ``default_cutoffs``: 4% and
 20% of V, div_value 4); tree softmax over the Huffman tree (sparse and dense gradient, and, for
 reference, the plain autograd form ``NaiveTreeSoftmax``: what the custom forward and backward
-of ``semhuff.lm.kernels.paths`` gain over it); the
+of ``semhuff.lm.kernels.paths`` gain over it); issue 45's flat head with a tree below (head
+2% and 4% of V) and flat clusters with a tree inside; the
 class softmax over frequency-binned clusters; the self-organized softmax, two-level and binary
 (the statistic included; a re-assignment, every 1,000 steps, timed apart and shown amortised).
 Also: the tree softmax's static form (paths padded to the tree's depth, nothing read back to
@@ -59,6 +60,11 @@ ARMS = (  # (label, factory name, options, how it runs: see MODES)
     ("class (frequency bins)", "class", {}, ""),
     ("self-organized two-level", "self-organized", {}, ""),
     ("self-organized binary, sparse", "self-organized-binary", {"sparse": True}, ""),
+    # issue 45: a flat head of the most frequent words (2% and 4% of V: the adaptive softmax's
+    # head is 4%), the other words in a Huffman tree below one entry
+    ("head-tree, head 2% of V, sparse", "head-tree", {"sparse": True, "head": 0.02}, ""),
+    ("head-tree, head 4% of V, sparse", "head-tree", {"sparse": True, "head": 0.04}, ""),
+    ("class-tree (sqrt V clusters), sparse", "class-tree", {"sparse": True}, ""),
     # mixed precision: the input in bfloat16 (as an autocast LSTM's output), the layer run
     # under torch.autocast(bfloat16)
     ("adaptive softmax, autocast bf16", "adaptive", {}, "bf16"),
@@ -214,6 +220,8 @@ def main(argv=None) -> int:
     layers, optimizers, runs = {}, {}, {}
     for label, name, options, mode in arms:
         extra = {"reassign_every": 1 << 40} if name.startswith("self") else {}
+        if isinstance(options.get("head"), float):  # a share of V
+            options = dict(options, head=round(options["head"] * V))
         layer = (NaiveTreeSoftmax(D, vocab) if name == "naive-tree" else
                  make_output_layer(name, D, vocab, **options, **extra)).to(device)
         with torch.no_grad():  # trained-looking weights (the tree's start at zero)
@@ -258,6 +266,11 @@ def main(argv=None) -> int:
             else:
                 row += f" {1e3 * m:10.1f} {N / m:9,.0f} {ratios[0]:7.1f} {ratios[1]:7.2f} |"
         print(row)
+    adaptive = min(times["adaptive softmax"]["fb"]) if "adaptive softmax" in times else None
+    print("fwd+bwd, the least of the rounds (ms" + (", x adaptive" if adaptive else "") + "): "
+          + "; ".join(f"{label} {1e3 * min(t['fb']):.1f}"
+                      + (f" ({adaptive / min(t['fb']):.2f})" if adaptive else "")
+                      for label, t in times.items()))
     if args.log_prob_rows:
         print(f"log_prob: the whole distribution of {rows.shape[0]} rows, no gradient")
         tree_label = "tree (Huffman), dense grad"
