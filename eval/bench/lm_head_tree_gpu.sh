@@ -20,6 +20,7 @@ site="$(mktemp -d)"
 "$python" -m pip install -q --no-deps --no-build-isolation --no-index --target "$site" "$root" \
     >"$site/install.log" 2>&1 || { echo "install failed:"; tail -5 "$site/install.log"; exit 1; }
 export PYTHONPATH="$site"
+cd "$site"  # not the checkout: its semhuff/ (without eval/ and cli/) would shadow the install
 layers=(--zipf --only adaptive tree head-tree class-tree --modes "" --log-prob-rows 256)
 if [ "${QUICK:-0}" = 1 ]; then
     dev=cpu; sizes=(--vocab-size 3000 --repeats 2); big=(--hidden 64 --batch 8 --bptt 16)
@@ -30,13 +31,13 @@ else
 fi
 bench() { timeout 200 "$python" -m semhuff.eval.bench.lm_layers "${layers[@]}" "${sizes[@]}" "$@"; }
 echo "== layers on $dev, hidden 512, 128 x 20 tokens"
-bench --device "$dev" --threads 1 --hidden 512 2>/dev/null | tee "$out/layers_${dev}_h512.txt" \
+bench --device "$dev" --threads 1 --hidden 512 2>&1 | grep -v "^round " | tee "$out/layers_${dev}_h512.txt" \
     || status=1
 echo "== layers on $dev, hidden 1024, 64 x 128 tokens"
-bench --device "$dev" --threads 1 "${big[@]}" 2>/dev/null | tee "$out/layers_${dev}_h1024.txt" \
+bench --device "$dev" --threads 1 "${big[@]}" 2>&1 | grep -v "^round " | tee "$out/layers_${dev}_h1024.txt" \
     || status=1
 echo "== layers on one CPU thread, hidden 512, nothing else running"
-bench --device cpu --threads 1 --hidden 512 --only adaptive head-tree 2>/dev/null \
+bench --device cpu --threads 1 --hidden 512 --only adaptive head-tree 2>&1 | grep -v "^round " \
     | tee "$out/layers_cpu1_h512.txt" || status=1
 echo "== semhuff-lm --device $dev: the whole step"
 corpus="$site/markov.txt"
