@@ -143,9 +143,10 @@ def _forget_pool() -> None:
 os.register_at_fork(after_in_child=_forget_pool)
 
 
-def _run_split(kernel, work: np.ndarray, args: tuple) -> None:
-    """``kernel(*args, u0, u1)`` over the present clusters, split into torch's intra-op thread
-    count of contiguous runs of about equal ``work``."""
+def run_split(kernel, work: np.ndarray, args: tuple) -> None:
+    """``kernel(*args, u0, u1)`` over the present clusters (or any items: the tree search's
+    rows), split into torch's intra-op thread count of contiguous runs of about equal
+    ``work``."""
     global _pool, _pool_size
     threads = max(1, min(torch.get_num_threads(), work.shape[0]))
     if threads == 1:
@@ -183,7 +184,7 @@ class NumbaInCluster(torch.autograd.Function):
         probs = np.empty(int(prob_starts[-1]), dtype=w.dtype)
         args = (h_sorted.detach().numpy(), w, members, starts, present, tok_starts, prob_starts,
                 at, out_sorted, probs)
-        _run_split(_forward, work, args)
+        run_split(_forward, work, args)
         ctx.save_for_backward(h_sorted, weight, order)
         ctx.plan = (members, starts, present, tok_starts, prob_starts, at, sizes, work, probs)
         ctx.sparse = sparse
@@ -209,7 +210,7 @@ class NumbaInCluster(torch.autograd.Function):
         else:
             grad_rows = np.empty((int(row_starts[-1]) if want_rows else 0, D), dtype=dtype)
         g = grad[order].to(weight.dtype).contiguous().numpy()
-        _run_split(_backward, work, (h_sorted.detach().numpy(), weight.detach().numpy(), members,
+        run_split(_backward, work, (h_sorted.detach().numpy(), weight.detach().numpy(), members,
                                      starts, present, tok_starts, prob_starts, row_starts, at, g,
                                      probs, grad_h_sorted, grad_rows, want_rows, by_word))
         grad_h = torch.empty_like(h_sorted)

@@ -9,6 +9,11 @@ a one-line change for the model using them.
   (per token, the target's shape, 0 at ignored targets);
 * ``log_prob(input)`` -> ``(N, V)``: the whole log-distribution, exact;
 * ``predict(input)`` -> ``(N,)``: the most probable word;
+* ``topk(input, k)`` -> ``(values, indices)``, each ``(N, k)``: the k most probable words and
+  their log-probabilities, best first, exact; ``sample(input, temperature=1.0, top_k=None,
+  top_p=None, generator=None, exclude=None)`` -> ``(N,)``: a word drawn from the distribution
+  as Hugging Face's warpers shape it (``kernels/sampling.py``), exactly (``Generation``: a
+  layer's own search where it has one, the whole distribution where not);
 * ``after_step(optimizer=None)``: called after each optimizer step; a layer that re-organizes
   itself does it here and returns what it did (a dict), the others return None;
 * ``describe()``: one line for logs.
@@ -31,6 +36,8 @@ from torch import nn
 
 from ...errors import OptionError
 from ...options import Option, boolean, integer
+from ..kernels.sampling import (check_k, check_sampling, drop_excluded, excluded_ids,
+                                sample_from_candidates, sample_from_log_prob)
 
 LayerOutput = namedtuple("LayerOutput", ["output", "loss"])  # torch's _ASMoutput, same fields
 
@@ -105,7 +112,146 @@ def finish(output: torch.Tensor, keep: torch.Tensor, shape, reduction: str) -> L
     return LayerOutput(output, loss.reshape(shape) if reduction == "none" else loss)
 
 
-class LMOutputLayer(nn.Module):
+class Generation:
+    """``topk``, ``sample`` and ``predict`` for every layer, exact, from the layer's
+    ``full_log_prob(h)`` unless it has faster forms (issue 44):
+
+    * ``search_topk(h, k)`` -> (values, indices, exact) or None: the k best words by the
+      layer's own search (a tree: best-first with pruning; two-level: the best clusters, then
+      their words); rows where ``exact`` is False are taken from the whole distribution;
+    * ``walk_sample(h, generator)`` -> (N,) words drawn from the distribution itself
+      (temperature 1, nothing cut), or None;
+    * ``words_log_prob(h, words)`` -> (N,) log P(words[n] | h[n]) without touching any
+      training statistic.
+
+    Which form a draw takes: temperature 0 is ``topk``'s best word; with ``top_k`` (up to
+    ``SEARCH_LIMIT``) the draw is among ``topk``'s exact candidates, tempered and cut at
+    ``top_p`` there; with ``top_p`` alone at temperature 1, among the ``NUCLEUS`` best words
+    when they hold ``top_p`` of the mass; at temperature 1 with nothing cut, ``walk_sample``
+    (excluded words re-drawn: exact for the renormalised distribution). A temperature other
+    than 1 without ``top_k`` needs every word's tempered probability (the tree's subtrees do
+    not sum to anything simple under it): the whole distribution."""
+
+    SEARCH_LIMIT = 256  # top_k (+ excluded words) up to which the search is tried
+    NUCLEUS = 64        # candidates a top_p draw at temperature 1 looks among first
+    REDRAWS = 16        # walks re-drawn for rows that drew an excluded word
+
+    def search_topk(self, h: torch.Tensor, k: int):
+        return None
+
+    def walk_sample(self, h: torch.Tensor, generator=None):
+        return None
+
+    def words_log_prob(self, h: torch.Tensor, words: torch.Tensor) -> torch.Tensor:
+        return self.full_log_prob(h).gather(1, words.unsqueeze(1)).squeeze(1)
+
+    @torch.no_grad()
+    def topk(self, input: torch.Tensor, k: int) -> Tuple[torch.Tensor, torch.Tensor]:
+        """The ``k`` most probable words of each row of ``input`` and their log-probabilities,
+        best first: ``(values, indices)`` of shape ``(*input.shape[:-1], k)``, exact."""
+        h, _ = flatten(self, input)
+        k = check_k(k, self.n_classes)
+        values, indices = self._exact_topk(h, k)
+        shape = (*input.shape[:-1], k)
+        return values.reshape(shape), indices.reshape(shape)
+
+    def predict(self, input: torch.Tensor) -> torch.Tensor:
+        """The most probable word of each row (``topk``'s first)."""
+        return self.topk(input, 1)[1].squeeze(-1)
+
+    @torch.no_grad()
+    def sample(self, input: torch.Tensor, temperature: float = 1.0, top_k: Optional[int] = None,
+               top_p: Optional[float] = None, generator: Optional[torch.Generator] = None,
+               exclude=None) -> torch.Tensor:
+        """A word drawn for each row of ``input``: from the distribution with ``exclude``
+        (word ids) removed, divided by ``temperature`` (0: the most probable word), cut to the
+        ``top_k`` best and to the nucleus of mass ``top_p`` (``kernels/sampling.py``).
+        ``generator``: a ``torch.Generator`` on the input's device (else torch's global
+        one)."""
+        h, _ = flatten(self, input)
+        temperature, top_k, top_p = check_sampling(temperature, top_k, top_p, self.n_classes)
+        exclude = excluded_ids(exclude, self.n_classes, h.device)
+        if h.shape[0] == 0:
+            return torch.zeros(input.shape[:-1], dtype=torch.long, device=h.device)
+        words = self._sample(h, temperature, top_k, top_p, generator, exclude)
+        return words.reshape(input.shape[:-1])
+
+    def _exact_topk(self, h, k):
+        found = self.search_topk(h, k) if k <= self.SEARCH_LIMIT and h.shape[0] else None
+        if found is None:
+            return self.full_log_prob(h).topk(k, dim=1)
+        values, indices, exact = found
+        if not bool(exact.all()):  # the rows the search could not settle: their whole row
+            rows = (~exact).nonzero().squeeze(1)
+            v, i = self.full_log_prob(h[rows]).topk(k, dim=1)
+            values[rows], indices[rows] = v.to(values.dtype), i
+        return values, indices
+
+    def _sample(self, h, temperature, top_k, top_p, generator, exclude):
+        n_out = 0 if exclude is None else exclude.numel()
+        if temperature == 0:
+            v, i = self._exact_topk(h, min(1 + n_out, self.n_classes))
+            return drop_excluded(v, i, exclude, 1)[1][:, 0]
+        if top_k is not None and top_k + n_out <= self.SEARCH_LIMIT:
+            v, i = self._exact_topk(h, min(top_k + n_out, self.n_classes))
+            v, i = drop_excluded(v, i, exclude, top_k)
+            return sample_from_candidates(v, i, temperature, top_p, generator)
+        if temperature == 1 and top_k is None:
+            if top_p is not None:
+                words = self._nucleus(h, top_p, generator, exclude)
+            else:
+                words = self._walked(h, generator, exclude)
+            if words is not None:
+                return words
+        return sample_from_log_prob(self.full_log_prob(h), temperature, top_k, top_p,
+                                    exclude, generator)
+
+    def _nucleus(self, h, top_p, generator, exclude):
+        """Temperature 1, ``top_p`` alone: among the ``NUCLEUS`` best words of the rows where
+        they hold ``top_p`` of the mass (not excluded), the rest from the whole row."""
+        n_out = 0 if exclude is None else exclude.numel()
+        K = min(self.NUCLEUS + n_out, self.n_classes)
+        found = self.search_topk(h, K)
+        if found is None:
+            return None
+        values, indices, exact = found
+        total = torch.ones(h.shape[0], dtype=values.dtype, device=h.device)
+        for word in ([] if exclude is None else exclude.tolist()):
+            total -= self.words_log_prob(h, torch.full_like(indices[:, 0], word)).exp().to(
+                total.dtype)
+        values, indices = drop_excluded(values, indices, exclude, K - n_out)
+        enough = exact & (values.exp().sum(dim=1) >= top_p * total)
+        words = torch.empty(h.shape[0], dtype=torch.long, device=h.device)
+        rows = enough.nonzero().squeeze(1)
+        if rows.numel():
+            words[rows] = sample_from_candidates(values[rows], indices[rows], 1.0, top_p,
+                                                 generator, total[rows])
+        rest = (~enough).nonzero().squeeze(1)
+        if rest.numel():
+            words[rest] = sample_from_log_prob(self.full_log_prob(h[rest]), 1.0, None, top_p,
+                                               exclude, generator)
+        return words
+
+    def _walked(self, h, generator, exclude):
+        """Temperature 1, nothing cut: ``walk_sample``; a row that drew an excluded word draws
+        again (exact for the renormalised distribution), ``REDRAWS`` times, then from its
+        whole row."""
+        words = self.walk_sample(h, generator)
+        if words is None or exclude is None:
+            return words
+        for _ in range(self.REDRAWS):
+            again = torch.isin(words, exclude).nonzero().squeeze(1)
+            if again.numel() == 0:
+                return words
+            words[again] = self.walk_sample(h[again], generator)
+        again = torch.isin(words, exclude).nonzero().squeeze(1)
+        if again.numel():
+            words[again] = sample_from_log_prob(self.full_log_prob(h[again]), 1.0, None, None,
+                                                exclude, generator)
+        return words
+
+
+class LMOutputLayer(Generation, nn.Module):
     """Base of the layers here: subclasses give ``target_log_prob(h, target, keep)`` ((N, D),
     (N,), (N,) bool: the targets to learn from -> (N,)) and ``full_log_prob(h)`` ((N, D) ->
     (N, V)), and set ``ignore_index`` and ``reduction`` (``set_loss``); ``forward``,
@@ -130,9 +276,6 @@ class LMOutputLayer(nn.Module):
     def log_prob(self, input: torch.Tensor) -> torch.Tensor:
         h, _ = flatten(self, input)
         return self.full_log_prob(h).reshape(*input.shape[:-1], self.n_classes)
-
-    def predict(self, input: torch.Tensor) -> torch.Tensor:
-        return self.log_prob(input).argmax(dim=-1)
 
     def after_step(self, optimizer: Optional[torch.optim.Optimizer] = None) -> Optional[dict]:
         """A fixed layer has nothing to do after an optimizer step."""

@@ -37,6 +37,7 @@ from torch import nn
 from ...errors import OptionError
 from ...options import Option, boolean
 from ...trees.clusters import CLUSTERS, cluster_members, word_clusters
+from ..kernels.cluster_search import cluster_sample, cluster_topk, member_table
 from ..kernels.clusters import in_cluster_log_prob
 from ..kernels.paths import Workspace
 from ..kernels.precision import accumulate_dtype
@@ -129,6 +130,7 @@ class ClassSoftmax(LMOutputLayer):
         self.register_buffer("member_starts", torch.as_tensor(starts, device=device),
                              persistent=False)  # the Triton kernels' (kernels/clusters_triton.py)
         self.starts = starts.tolist()  # Python ints: the per-cluster loop slices with them
+        self._table = (None, None)  # generation's padded member table, made when first needed
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
@@ -175,6 +177,29 @@ class ClassSoftmax(LMOutputLayer):
         logits = logits.to(accumulate_dtype(logits.dtype))
         return clusters[:, self.cluster_of] + segment_log_softmax(logits, self.cluster_of,
                                                                   self.n_clusters)
+
+    # -- generation (issue 44: kernels/cluster_search.py) -------------------------------------
+    def _generation_parts(self, h):
+        """(log P(c | h) (N, C), the words' input (N, D), the padded member table)."""
+        key = ("members", self.cluster_of.device)
+        if self._table[0] != key:
+            self._table = (key, member_table(self.cluster_of.cpu().numpy(), self.n_clusters,
+                                             self.cluster_of.device))
+        with torch.autocast(h.device.type, enabled=False):
+            hc, hw = self._project(h.to(self.word_weight.dtype))
+            return self.cluster_log_softmax(hc @ self.cluster_weight.t()), hw, self._table[1]
+
+    def search_topk(self, h, k):
+        clusters, hw, table = self._generation_parts(h)
+        m = 2 + (k - 1) // max(table.shape[1] // 2, 1)  # k words fit in m clusters of half size
+        return cluster_topk(clusters, hw, self.word_weight.detach(), table, k, m)
+
+    def walk_sample(self, h, generator=None):
+        clusters, hw, table = self._generation_parts(h)
+        return cluster_sample(clusters, hw, self.word_weight.detach(), table, generator)
+
+    def words_log_prob(self, h, words):
+        return self.target_log_prob(h, words)
 
     def sparse_parameters(self) -> list:
         return [self.word_weight] if self.sparse else []

@@ -12,8 +12,8 @@ from torch import nn
 from ...errors import OptionError
 from ...options import Option, boolean, int_list, positive_number
 from ..kernels.precision import accumulate_dtype
-from .base import (LOSS_OPTIONS, LayerOutput, LMOutputLayer, check_loss_options, check_sizes,
-                   finish, flatten, prepare_targets)
+from .base import (LOSS_OPTIONS, Generation, LayerOutput, LMOutputLayer, check_loss_options,
+                   check_sizes, finish, flatten, prepare_targets)
 from .vocabulary import require_frequency_order
 
 
@@ -59,10 +59,12 @@ def default_cutoffs(n_classes: int) -> list:
     return sorted({c for c in raw if 1 <= c <= n_classes - 1}) or [1]
 
 
-class AdaptiveSoftmax(nn.AdaptiveLogSoftmaxWithLoss):
+class AdaptiveSoftmax(Generation, nn.AdaptiveLogSoftmaxWithLoss):
     """``torch.nn.AdaptiveLogSoftmaxWithLoss`` with ``after_step`` / ``describe``, inputs with
     leading dimensions, ``ignore_index`` / ``reduction`` and mixed precision, as the other
-    layers here (torch's own fails under float16 autocast, pytorch#44724: its output buffer
+    layers here, and ``topk`` / ``sample`` (``Generation``, from the whole distribution; its
+``predict`` is torch's, which scores a tail only for the rows whose best head entry is that tail)
+(torch's own fails under float16 autocast, pytorch#44724: its output buffer
     and the half-precision log-probabilities copied into it differ in dtype; here they are
     float32). ``cutoffs`` default: ``default_cutoffs``. The forward selects each cluster's
     rows with ``nonzero``, as torch's: on an accelerator that is one wait per tail cluster."""
@@ -142,8 +144,8 @@ class AdaptiveSoftmax(nn.AdaptiveLogSoftmaxWithLoss):
         return out
 
     def predict(self, input: torch.Tensor) -> torch.Tensor:
-        h, _ = flatten(self, input)
-        return super().predict(h).reshape(input.shape[:-1])
+        h, _ = flatten(self, input)  # torch's (Generation's is the whole distribution's argmax)
+        return nn.AdaptiveLogSoftmaxWithLoss.predict(self, h).reshape(input.shape[:-1])
 
     def after_step(self, optimizer=None):
         return None

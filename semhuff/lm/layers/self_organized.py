@@ -241,6 +241,16 @@ class SelfOrganizedSoftmax(LMOutputLayer):
     def full_log_prob(self, h):
         return self.body.full_log_prob(h)
 
+    # generation: the body's (a tree or a two-level softmax), no statistic touched
+    def search_topk(self, h, k):
+        return self.body.search_topk(h, k)
+
+    def walk_sample(self, h, generator=None):
+        return self.body.walk_sample(h, generator)
+
+    def words_log_prob(self, h, words):
+        return self.body.words_log_prob(h, words)
+
     def cluster_log_probs(self, h: torch.Tensor):
         """Binary form: (N, C) log P(c | h) for every cluster in the tree (0 for the others) and
         the (C,) mask of those clusters, from the C_used - 1 nodes of the tree's cluster part;

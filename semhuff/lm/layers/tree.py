@@ -26,6 +26,8 @@ from ...trees.spec import SIMILARITY, TREE, resolve_tree
 from ..kernels.paths import (PathBatch, Workspace, leaf_paths, path_buffers, path_scores,
                              paths_log_prob)
 from ..kernels.precision import accumulate_dtype
+from ..kernels.tree_search import TreeWalk, beam_topk, walk_sample
+from ..kernels.tree_search_numba import best_first_topk, best_first_wanted
 from .base import (LOSS_OPTIONS, SPARSE, Cache, LMOutputLayer, SparseRows, check_sizes,
                    rename_in_state_dict)
 from .registry import build_layer
@@ -173,12 +175,39 @@ class TreeSoftmax(LMOutputLayer):
         """Every word's log-probability, in ``accumulate_dtype`` (autocast off: the sparse
         product has no half-precision kernel on the CPU)."""
         acc = accumulate_dtype(h.dtype, self.weight.dtype)
-        key = ("leaves", self.weight.device, acc)
-        if key not in self._cache:
-            self._cache.clear()
-            self._cache[key] = leaf_paths(self.tree, self.weight.device)
+        leaves = self._derived("leaves", lambda device: leaf_paths(self.tree, device))
         with torch.autocast(h.device.type, enabled=False):
-            return paths_log_prob(h.to(acc), self.weight.to(acc), self._cache[key])
+            return paths_log_prob(h.to(acc), self.weight.to(acc), leaves)
+
+    def _derived(self, what: str, make):
+        """What ``make(device)`` derives from the tree, kept for the weight's device."""
+        key = (what, self.weight.device)
+        if key not in self._cache:
+            for old in [k for k in self._cache if k[0] == what]:
+                del self._cache[old]  # another device's
+            self._cache[key] = make(self.weight.device)
+        return self._cache[key]
+
+    # -- generation (issue 44: kernels/tree_search.py) ----------------------------------------
+    def search_topk(self, h, k):
+        """On the CPU the best-first search (``tree_search_numba``), elsewhere ``beam_topk``
+        with a beam of 2k + 8 (nothing read back; the caller takes the whole distribution for
+        the rows it leaves open)."""
+        walk = self._derived("walk", lambda device: TreeWalk(self.tree, device))
+        weight = self.weight.detach()
+        if best_first_wanted(h, weight):
+            values, indices, exact = best_first_topk(h, weight, walk, k)
+            return values.to(accumulate_dtype(h.dtype, weight.dtype)), indices, exact
+        with torch.autocast(h.device.type, enabled=False):
+            return beam_topk(h, weight, walk, k, beam=2 * k + 8)
+
+    def walk_sample(self, h, generator=None):
+        walk = self._derived("walk", lambda device: TreeWalk(self.tree, device))
+        with torch.autocast(h.device.type, enabled=False):
+            return walk_sample(h, self.weight.detach(), walk, generator)
+
+    def words_log_prob(self, h, words):
+        return self.target_log_prob(h, words)
 
     def sparse_parameters(self) -> list:
         return [self.weight] if self.sparse else []

@@ -1,0 +1,176 @@
+"""Generation from every LM output layer (issue 44): ``sample`` draws from ``log_prob``'s
+distribution as the warpers shape it (chi-square against a distribution renormalised by hand
+here, in NumPy), ``topk`` / ``predict`` equal the whole distribution's, exactly; the tree's
+searches (the CPU's best-first, the device's beam) and their fallbacks."""
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+from scipy import stats  # noqa: E402
+
+import lm_helpers  # noqa: E402
+from lm_helpers import randomise  # noqa: E402
+from semhuff.errors import OptionError  # noqa: E402
+from semhuff.lm import make_output_layer  # noqa: E402
+from semhuff.lm.kernels import tree_search, tree_search_numba  # noqa: E402
+from semhuff.lm.layers.registry import LM_LAYERS  # noqa: E402
+
+D, V = 6, 40
+VOCAB = lm_helpers.zipf_vocab(V)
+NAMES = sorted(LM_LAYERS)
+
+
+def layer(name, dtype=torch.float32, **kw):
+    if name == "adaptive":  # tails as wide as the input: no two words tie
+        kw.setdefault("div_value", 1.0)
+    return randomise(make_output_layer(name, D, VOCAB, **kw).to(dtype), scale=1.0)
+
+
+def rows(n=1, seed=3, dtype=torch.float32):
+    return torch.randn(n, D, generator=torch.Generator().manual_seed(seed), dtype=dtype) * 1.5
+
+
+def by_hand(log_prob, temperature=1.0, top_k=None, top_p=None, exclude=()):
+    """The distribution drawn from: excluded words out, renormalised, ^(1/T), renormalised,
+    the top_k best kept, renormalised, the smallest best set reaching top_p kept, renormalised."""
+    p = np.exp(np.asarray(log_prob, np.float64))
+    p[list(exclude)] = 0
+    p = p ** (1 / temperature)
+    p /= p.sum()
+    order = np.argsort(-p, kind="stable")
+    if top_k is not None:
+        p[order[top_k:]] = 0
+        p /= p.sum()
+    if top_p is not None:
+        mass_before = 0.0
+        for w in order:
+            if mass_before >= top_p:
+                p[w] = 0
+            mass_before += p[w]
+        p /= p.sum()
+    return p
+
+
+def chi_square_p(draws, expected_p):
+    """The p-value of the draws' counts against ``expected_p``; words expected fewer than 5
+    times pooled (one bin), a drawn word of probability 0 a failure outright."""
+    counts = np.bincount(draws, minlength=len(expected_p))
+    assert counts[expected_p == 0].sum() == 0, np.flatnonzero((expected_p == 0) & (counts > 0))
+    expected = expected_p * len(draws)
+    big = expected >= 5
+    obs = np.append(counts[big], counts[~big & (expected_p > 0)].sum())
+    exp = np.append(expected[big], expected[~big & (expected_p > 0)].sum())
+    if exp[-1] == 0:
+        obs, exp = obs[:-1], exp[:-1]
+    if len(obs) < 2:
+        return 1.0
+    return stats.chisquare(obs, exp).pvalue
+
+
+WARPS = [dict(), dict(temperature=0.6), dict(temperature=1.7), dict(top_k=5),
+         dict(top_k=7, temperature=1.4), dict(top_p=0.7), dict(top_p=0.8, temperature=0.8),
+         dict(top_k=10, top_p=0.6, temperature=1.2), dict(exclude=[0, 3]),
+         dict(top_p=0.75, exclude=[1]), dict(top_k=4, exclude=[2, 5])]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_sample_draws_from_the_warped_distribution(name):
+    L = layer(name)
+    h = rows()
+    lp = L.log_prob(h).detach().double()[0].numpy()
+    g = torch.Generator().manual_seed(11)
+    n = 6000
+    for warp in WARPS:
+        draws = L.sample(h.expand(n, D), generator=g, **warp).numpy()
+        expected = by_hand(lp, **warp)
+        assert chi_square_p(draws, expected) > 1e-4, (name, warp)
+
+
+@pytest.mark.parametrize("name", ["tree", "class", "self-organized-binary"])
+def test_the_chi_square_sees_a_wrong_distribution(name):
+    """The test above can fail: the walk at temperature 1 against the tempered distribution,
+    and the draws against the distribution without its excluded word."""
+    L = layer(name)
+    h = rows()
+    lp = L.log_prob(h).detach().double()[0].numpy()
+    draws = L.sample(h.expand(6000, D), generator=torch.Generator().manual_seed(1)).numpy()
+    assert chi_square_p(draws, by_hand(lp, temperature=0.7)) < 1e-6
+    with pytest.raises(AssertionError):  # a word of probability 0 drawn
+        chi_square_p(draws, by_hand(lp, exclude=[int(np.argmax(lp))]))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_topk_and_predict_are_the_whole_distributions(name):
+    L = layer(name)
+    h = rows(64, seed=5)
+    lp = L.log_prob(h).detach()
+    for k in (1, 3, 10, V):
+        values, indices = L.topk(h, k)
+        ref_values, _ = lp.topk(k, dim=1)
+        assert torch.allclose(values.double(), ref_values.double(), atol=1e-5)
+        # the words themselves: each has the log-probability found (ties aside)
+        assert torch.allclose(lp.gather(1, indices).double(), values.double(), atol=1e-5)
+    assert torch.equal(L.predict(h), lp.argmax(dim=1))
+    assert torch.equal(L.sample(h, temperature=0), lp.argmax(dim=1))
+    # leading dimensions, as log_prob
+    values, indices = L.topk(h.view(8, 8, D), 2)
+    assert values.shape == indices.shape == (8, 8, 2)
+    assert L.sample(h.view(8, 8, D)).shape == (8, 8)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_tree_searches_against_the_whole_distribution(dtype):
+    """The CPU's best-first search and the device's beam search, every row they call exact
+    equal to the whole distribution's top k; a beam too narrow or a heap too small leaves rows
+    open, which topk then takes whole."""
+    L = layer("tree", dtype, tree="random")
+    h = rows(200, seed=8, dtype=dtype)
+    ref = L.log_prob(h).topk(6, dim=1).values.double()
+    walk = tree_search.TreeWalk(L.tree)
+    for values, _, exact in (tree_search_numba.best_first_topk(h, L.weight, walk, 6),
+                             tree_search.beam_topk(h, L.weight.detach(), walk, 6, beam=64)):
+        assert bool(exact.all())
+        assert torch.allclose(values.double(), ref, atol=1e-6)
+    for values, _, exact in (tree_search_numba.best_first_topk(h, L.weight, walk, 6, capacity=12),
+                             tree_search.beam_topk(h, L.weight.detach(), walk, 6, beam=5)):
+        assert 0 < int(exact.sum()) < len(exact)  # some rows settled, some not
+        assert torch.allclose(values[exact].double(), ref[exact], atol=1e-6)
+
+
+def test_topk_takes_the_rows_the_search_leaves_open_whole(monkeypatch):
+    L = layer("tree")
+    h = rows(50, seed=2)
+    monkeypatch.setattr("semhuff.lm.layers.tree.best_first_topk", _open_half)
+    values, _ = L.topk(h, 4)
+    assert torch.allclose(values, L.log_prob(h).topk(4, dim=1).values, atol=1e-5)
+
+
+def _open_half(h, weight, walk, k, capacity=1 << 16):
+    values, indices, exact = tree_search.beam_topk(h, weight.detach(), walk, k, beam=64)
+    exact[::2] = False
+    values[::2] = -5.0  # wrong, as a search cut short may be
+    return values, indices, exact
+
+
+def test_draws_are_reproducible_by_generator_and_differ_between_seeds():
+    L = layer("tree")
+    h = rows(500, seed=4)
+    draw = lambda seed, **kw: L.sample(h, generator=torch.Generator().manual_seed(seed), **kw)
+    assert torch.equal(draw(1), draw(1)) and not torch.equal(draw(1), draw(2))
+    assert torch.equal(draw(1, top_k=5), draw(1, top_k=5))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_empty_input_and_bad_arguments(name):
+    L = layer(name)
+    empty = torch.zeros(0, D)
+    assert L.sample(empty).shape == (0,)
+    assert L.topk(empty, 3)[1].shape == (0, 3)
+    h = rows()
+    for kw in (dict(temperature=-1), dict(top_k=0), dict(top_p=0), dict(top_p=1.5),
+               dict(exclude=[V]), dict(exclude=list(range(V)))):
+        with pytest.raises(OptionError):
+            L.sample(h, **kw)
+    for k in (0, V + 1, 2.0):
+        with pytest.raises(OptionError):
+            L.topk(h, k)
