@@ -62,11 +62,11 @@ def default_cutoffs(n_classes: int) -> list:
 class AdaptiveSoftmax(Generation, nn.AdaptiveLogSoftmaxWithLoss):
     """``torch.nn.AdaptiveLogSoftmaxWithLoss`` with ``after_step`` / ``describe``, inputs with
     leading dimensions, ``ignore_index`` / ``reduction`` and mixed precision, as the other
-    layers here, and ``topk`` / ``sample`` (``Generation``, from the whole distribution; its
-``predict`` is torch's, which scores a tail only for the rows whose best head entry is that tail)
-(torch's own fails under float16 autocast, pytorch#44724: its output buffer
+    layers here (torch's own fails under float16 autocast, pytorch#44724: its output buffer
     and the half-precision log-probabilities copied into it differ in dtype; here they are
-    float32). ``cutoffs`` default: ``default_cutoffs``. The forward selects each cluster's
+    float32), and ``topk`` / ``sample`` (``Generation``, from the whole distribution; its
+    ``predict`` is torch's, which scores a tail only for the rows whose best head entry is
+    that tail). ``cutoffs`` default: ``default_cutoffs``. The forward selects each cluster's
     rows with ``nonzero``, as torch's: on an accelerator that is one wait per tail cluster."""
 
     uses_every_parameter = False  # a tail cluster no target of the batch fell in
