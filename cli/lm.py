@@ -2,7 +2,8 @@
 
     semhuff-lm CORPUS [CORPUS ...] (--heldout FILE | --heldout-chars N) [options]
     semhuff-lm score MODEL TEXT [TEXT ...]
-    semhuff-lm sample MODEL [--prompt TEXT] [--tokens N] [--temperature T] [--seed S]
+    semhuff-lm sample MODEL [--prompt TEXT] [--tokens N] [--temperature T] [--top-k K]
+                      [--top-p P] [--no-unk] [--seed S]
 
 The corpus is read as semhuff-train reads it (files or directories, plain / gzip / bz2 / xz;
 ``lee``); out-of-vocabulary words become <unk>, lines end with <eos> (not in a one-line text8
@@ -215,6 +216,12 @@ def build_sample_parser() -> argparse.ArgumentParser:
     p.add_argument("--tokens", type=int, default=50, metavar="N", help="words to draw (default 50)")
     p.add_argument("--temperature", type=float, default=1.0, metavar="T",
                    help="log-probabilities divided by T; 0: the most probable word (default 1)")
+    p.add_argument("--top-k", type=int, metavar="K", help="draw among the K most probable words "
+                   "only (default: all)")
+    p.add_argument("--top-p", type=float, metavar="P", help="draw among the fewest most "
+                   "probable words holding P of the probability only (nucleus; default 1: all)")
+    p.add_argument("--no-unk", action="store_true", help="never draw <unk> (the other words' "
+                   "probabilities renormalised)")
     p.add_argument("--seed", type=int, default=1, help="the draws' seed (default 1)")
     p.add_argument("--device", default="cpu", metavar="cpu|cuda|cuda:N")
     add_plugin_option(p)
@@ -288,7 +295,8 @@ def _sample(args) -> int:
     from semhuff.lm.trainer import load_model
     model, vocab, _ = load_model(args.model, args.device)
     words = sample(model, vocab, tokens=args.tokens, temperature=args.temperature,
-                   seed=args.seed, prompt=args.prompt)
+                   seed=args.seed, prompt=args.prompt, top_k=args.top_k, top_p=args.top_p,
+                   no_unk=args.no_unk)
     text = " ".join(words).replace(" <eos> ", "\n").replace("<eos>", "\n").strip(" ")
     print(text)
     return 0

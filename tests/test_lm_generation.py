@@ -174,3 +174,58 @@ def test_empty_input_and_bad_arguments(name):
     for k in (0, V + 1, 2.0):
         with pytest.raises(OptionError):
             L.topk(h, k)
+
+
+# -- semhuff.lm.generate.sample and semhuff-lm sample ----------------------------------------------
+
+@pytest.fixture(scope="module")
+def unk_heavy_model():
+    """An LSTM LM over 12 words whose tree gives <unk> most of the mass at every step."""
+    from semhuff.lm.networks import LSTMLanguageModel
+    from semhuff.lm.token_ids import EOS, UNK, build_vocab
+    words = [f"w{i % 10}" for i in range(200)] + [EOS] * 5  # <unk>: build_vocab adds it
+    vocab = build_vocab(words)
+    torch.manual_seed(0)
+    model = LSTMLanguageModel(len(vocab), make_output_layer("tree", 8, vocab), emb=8, hidden=8)
+    out, unk = model.output, vocab.index[UNK]
+    with torch.no_grad():  # every node on <unk>'s path leans its way, whatever the context
+        model.rnn.bias_ih_l0.fill_(5.0)  # the gates open, so every output is near one vector
+        h, _ = model.eval().hidden(torch.zeros(1, 1, dtype=torch.long))
+        for j in range(out.tree.lengths[unk]):
+            sign = 1.0 - 2.0 * out.tree.codes[unk, j]
+            out.weight[out.tree.points[unk, j]] = sign * 3 * h[0, -1] / h[0, -1].norm() ** 2
+    return model, vocab
+
+
+def test_generate_sample_no_unk_and_top_k(unk_heavy_model):
+    from semhuff.lm.generate import sample
+    from semhuff.lm.token_ids import UNK
+    model, vocab = unk_heavy_model
+    plain = sample(model, vocab, tokens=30, seed=1)
+    assert plain.count(UNK) > 10  # the model's own preference
+    kept = sample(model, vocab, tokens=30, seed=1, no_unk=True)
+    assert UNK not in kept and len(kept) == 30
+    greedy = sample(model, vocab, tokens=5, temperature=0, no_unk=True)
+    assert UNK not in greedy
+    one = sample(model, vocab, tokens=20, top_k=1, no_unk=True, seed=3)
+    assert one == sample(model, vocab, tokens=20, temperature=0, no_unk=True)
+    for bad in (dict(top_k=0), dict(top_p=1.5)):
+        with pytest.raises(OptionError):
+            sample(model, vocab, **bad)
+
+
+def test_semhuff_lm_sample_takes_top_k_top_p_and_no_unk(unk_heavy_model, monkeypatch, capsys):
+    import semhuff.lm.models as models
+    from semhuff.cli.lm import main as lm_main
+    from semhuff.lm.token_ids import UNK
+    model, vocab = unk_heavy_model
+    monkeypatch.setattr(models, "load_model", lambda path, device="cpu": (model, vocab, None))
+    assert lm_main(["sample", "m.pt", "--tokens", "25", "--no-unk", "--top-k", "3",
+                    "--top-p", "0.9", "--temperature", "0.8"]) == 0
+    words = capsys.readouterr().out.split()
+    assert words and UNK not in words
+    assert lm_main(["sample", "m.pt", "--tokens", "25"]) == 0
+    assert UNK in capsys.readouterr().out.split()
+    assert lm_main(["sample", "m.pt", "--top-k", "0"]) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "top_k" in err[0]

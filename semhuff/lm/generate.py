@@ -3,9 +3,10 @@
 * ``score_text(model, ids, batch, bptt)``: held-out perplexity of an id stream with the
   numbers of the trainer's own ``evaluate`` (it is called: the same batching, the same carried
   state, the same exact per-layer log-probabilities), plus the time it took and tokens/s;
-* ``sample(model, vocab, prompt_ids=None, tokens=50, temperature=1.0, seed=1)``: words drawn
-  one at a time from the output layer's exact ``log_prob`` (the full distribution) at the last
-  position, each draw fed back. A recurrent network (LSTM, GRU: ``hidden`` returns a state)
+* ``sample(model, vocab, prompt_ids=None, tokens=50, temperature=1.0, seed=1, top_k=None,
+  top_p=None, no_unk=False)``: words drawn one at a time by the output layer's ``sample`` (its
+  exact distribution, drawn without the whole of it where the layer can: a tree walks down)
+  at the last position, each draw fed back. A recurrent network (LSTM, GRU: ``hidden`` returns a state)
   carries its state and reads one new token per step; a network without state (the
   Transformer: ``hidden`` returns None) re-reads the growing context, its last ``max_len``
   tokens. Reproducible: the draws use a ``torch.Generator`` seeded with ``seed`` and touch no
@@ -20,7 +21,6 @@
 """
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass
 from typing import List, Optional, Sequence, Union
@@ -29,6 +29,7 @@ import numpy as np
 import torch
 
 from ..errors import OptionError
+from .kernels.sampling import check_sampling, excluded_ids, sample_from_log_prob
 from .token_ids import EOS, UNK, read_text, to_ids, tokens as text_tokens
 
 Prompt = Union[str, Sequence[str]]
@@ -123,35 +124,42 @@ def encode_prompt(vocab, prompt: Prompt) -> List[int]:
 @torch.no_grad()
 def sample(model: torch.nn.Module, vocab, prompt_ids: Optional[Sequence[int]] = None,
            tokens: int = 50, temperature: float = 1.0, seed: int = 1,
-           prompt: Optional[Prompt] = None) -> List[str]:
+           prompt: Optional[Prompt] = None, top_k: Optional[int] = None,
+           top_p: Optional[float] = None, no_unk: bool = False) -> List[str]:
     """``tokens`` words continuing the prompt (``prompt_ids``: ids; or ``prompt``: a text or
-    words, see ``encode_prompt``), each drawn from the model's exact distribution at the last
-    position with its log-probabilities divided by ``temperature`` (0: the most probable word,
-    greedy). Without a prompt the context starts at ``<eos>`` (a line's start) when the
-    vocabulary has it (not emitted), else the first word is drawn from the vocabulary's counts.
-    Only vocabulary words are emitted (``<unk>`` and ``<eos>`` are vocabulary words)."""
+    words, see ``encode_prompt``), each drawn by the output layer's ``sample`` from the model's
+    exact distribution at the last position: its log-probabilities divided by ``temperature``
+    (0: the most probable word, greedy), cut to the ``top_k`` most probable words and to the
+    nucleus of mass ``top_p``; ``no_unk``: ``<unk>`` never drawn (the rest renormalised).
+    Without a prompt the context starts at ``<eos>`` (a line's start) when the vocabulary has
+    it (not emitted), else the first word is drawn from the vocabulary's counts. Only
+    vocabulary words are emitted (``<eos>`` is a vocabulary word)."""
     V = len(vocab.words)
     if _vocab_size(model) != V:
         raise OptionError(f"the model predicts {_vocab_size(model):,} words, the vocabulary "
                           f"has {V:,}")
     if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 1:
         raise OptionError(f"tokens must be an integer >= 1, got {tokens!r}")
-    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or \
-            not (math.isfinite(temperature) and temperature >= 0):
-        raise OptionError(f"temperature must be >= 0 (0: greedy), got {temperature!r}")
     if prompt is not None and prompt_ids is not None:
         raise OptionError("give prompt (text or words) or prompt_ids, not both")
     context = encode_prompt(vocab, prompt) if prompt is not None else \
         list(map(int, _check_ids(prompt_ids, V, "prompt_ids"))) if prompt_ids is not None else []
     device = _device(model)
     generator = torch.Generator(device=device).manual_seed(int(seed))
+    exclude = [vocab.index[UNK]] if no_unk and UNK in vocab.index else None
+    draw = dict(temperature=temperature, top_k=top_k, top_p=top_p, generator=generator,
+                exclude=exclude)
+    check_sampling(temperature, top_k, top_p, V)
     emitted: List[int] = []
     if not context:
         if EOS in vocab.index:
             context = [vocab.index[EOS]]
         else:  # no sentence start to condition on: the unigram model's draw
             counts = torch.as_tensor(np.asarray(vocab.counts, dtype=np.float64), device=device)
-            first = _draw(torch.log(counts / counts.sum()), temperature, generator)
+            first = int(sample_from_log_prob(
+                torch.log(counts / counts.sum()).unsqueeze(0), *check_sampling(
+                    temperature, top_k, top_p, V), excluded_ids(exclude, V, device),
+                generator)[0])
             context, emitted = [first], [first]
     was_training = model.training
     model.eval()
@@ -161,8 +169,7 @@ def sample(model: torch.nn.Module, vocab, prompt_ids: Optional[Sequence[int]] = 
         out, state = model.hidden(_row(window, device), None)
         recurrent = state is not None
         while len(emitted) < tokens:
-            log_prob = model.output.log_prob(out[:, -1])[0]
-            word = _draw(log_prob, temperature, generator)
+            word = int(model.output.sample(out[:, -1], **draw)[0])
             emitted.append(word)
             context.append(word)
             if len(emitted) == tokens:
@@ -175,15 +182,6 @@ def sample(model: torch.nn.Module, vocab, prompt_ids: Optional[Sequence[int]] = 
     finally:
         model.train(was_training)
     return [vocab.words[i] for i in emitted]
-
-
-def _draw(log_prob: torch.Tensor, temperature: float, generator: torch.Generator) -> int:
-    """One id from softmax(log_prob / temperature) (float64), or the argmax at temperature 0."""
-    log_prob = log_prob.double()
-    if temperature == 0:
-        return int(log_prob.argmax())
-    p = torch.softmax(log_prob / temperature, dim=-1)
-    return int(torch.multinomial(p, 1, generator=generator))
 
 
 def _row(ids: Sequence[int], device) -> torch.Tensor:
