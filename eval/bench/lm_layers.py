@@ -31,7 +31,8 @@ Also: the tree softmax's static form (paths padded to the tree's depth, nothing 
 the host: the form off the CPU), the adaptive and tree softmax under
 ``torch.autocast(bfloat16)`` with a bfloat16 input, and under ``torch.compile(layer)``
 (``--modes`` picks among these); per layer the full ``log_prob`` of ``--log-prob-rows`` rows,
-and the tree's former sparse-product ``log_prob`` for reference.
+and the tree's former sparse-product ``log_prob`` for reference; the generation table (issue
+44): ``predict``, ``topk(10)``, ``sample`` of ``--generation-rows`` rows, one row's ``log_prob``.
 Prints ms and tokens/s and the ratios to the full and the adaptive softmax (the issue's
 targets: tree softmax forward + backward >= 20x the full softmax and >= 2x the adaptive one;
 issue 34: the tree's full log_prob <= 2x the adaptive softmax's).
@@ -155,6 +156,50 @@ def log_prob_time(layer, h, mode=""):
     return time.perf_counter() - started
 
 
+GENERATION = (  # (what, call(layer, rows, generator)): generation, no whole distribution asked
+    ("predict", lambda layer, h, g: layer.predict(h)),
+    ("topk(10)", lambda layer, h, g: layer.topk(h, 10)),
+    ("sample", lambda layer, h, g: layer.sample(h, generator=g)),
+    ("sample top_k 50", lambda layer, h, g: layer.sample(h, top_k=50, generator=g)),
+    ("log_prob of 1 row", lambda layer, h, g: layer.log_prob(h[:1])),
+)
+
+
+def generation_table(layers: dict, rows, repeats: int) -> None:
+    """Issue 44's rows: each eager float32 layer's ``predict``, ``topk(10)``, ``sample`` (and
+    with top_k 50) of ``rows`` and one row's whole ``log_prob``, medians of ``repeats`` after a
+    warm-up round (the layers in turn within a round), with the ratio to the adaptive softmax
+    (> 1: faster). The rows' distributions: their mean entropy and most probable word's mass."""
+    import torch
+    g = torch.Generator().manual_seed(1)
+    times = {label: {what: [] for what, _ in GENERATION} for label in layers}
+    for round_ in range(repeats + 1):
+        for label, layer in layers.items():
+            for what, call in GENERATION:
+                started = time.perf_counter()
+                with torch.no_grad():
+                    call(layer, rows, g)
+                if rows.is_cuda:
+                    torch.cuda.synchronize()
+                if round_:
+                    times[label][what].append(time.perf_counter() - started)
+    med = {label: {w: statistics.median(t) for w, t in by.items()} for label, by in times.items()}
+    ref = med.get("adaptive softmax")
+    print(f"\ngeneration, {rows.shape[0]} rows (ms, and x adaptive: > 1 faster)")
+    print(f"{'layer':38s} {'entropy':>7s} {'top-1':>6s}"
+          + "".join(f" | {what:>17s} {'x':>5s}" for what, _ in GENERATION))
+    for label, layer in layers.items():
+        with torch.no_grad():
+            lp = layer.log_prob(rows).float()
+        entropy = float(-(lp.exp() * lp).sum(1).mean())
+        top = float(lp.max(1).values.exp().mean())
+        line = f"{label:38s} {entropy:7.2f} {top:6.3f}"
+        for what, _ in GENERATION:
+            m = med[label][what]
+            line += f" | {1e3 * m:17.2f} {ref[what] / m if ref else float('nan'):5.2f}"
+        print(line)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
@@ -176,6 +221,8 @@ def main(argv=None) -> int:
                    help="ways to run them ('' eager float32; default: all)")
     p.add_argument("--log-prob-rows", type=int, default=256, help="rows of the full log_prob "
                    "timed (0: none)")
+    p.add_argument("--generation-rows", type=int, default=256, help="rows of the generation "
+                   "table (predict, topk, sample; issue 44) (0: none)")
     p.add_argument("--thp", action="store_true", help="PyTorch's huge-page allocation for large "
                    "CPU arrays (THP_MEM_ALLOC_ENABLE=1)")
     args = p.parse_args(argv)
@@ -286,6 +333,10 @@ def main(argv=None) -> int:
                 seconds.append(time.perf_counter() - started)
             print(f"{tree_label}: log_prob by the sparse path-matrix product (the form before "
                   f"issue 34) {1e3 * statistics.median(seconds):.1f} ms")
+    if args.generation_rows:
+        generation_table({label: layers[label] for label, name, _, mode in arms
+                          if not mode and name != "naive-tree"},
+                         h.detach().reshape(-1, D)[:args.generation_rows], args.repeats)
     print(f"load average at the end: {os.getloadavg()[0]:.2f} (this machine's other work "
           f"slows the two-thread runs most)")
     for label, seconds in reassign.items():
