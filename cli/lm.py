@@ -1,4 +1,5 @@
-"""semhuff-lm: train an LSTM language model with a tree, cluster, adaptive or full softmax.
+"""semhuff-lm: train a language model (LSTM, GRU, Transformer) with a tree, cluster, adaptive or
+full softmax.
 
     semhuff-lm CORPUS [CORPUS ...] (--heldout FILE | --heldout-chars N) [options]
     semhuff-lm score MODEL TEXT [TEXT ...]
@@ -21,7 +22,7 @@ from semhuff.errors import OptionError
 from semhuff.io_utils import check_writable
 from semhuff.memory import keep_large_blocks
 from semhuff.options import add_option_flags, parse_assignments, refuse_unused_flags
-from semhuff.trees.spec import check_tree_spec
+from semhuff.trees.spec import TREE, check_tree_spec
 
 from .common import (HelpFormatter, add_deprecated_spelling, add_plugin_option, checkpoint_note,
                      cli_main, console_script, deprecation_note, resolve_corpus)
@@ -30,19 +31,22 @@ PROG = "semhuff-lm"
 
 
 def _registries():
-    """(LM_LAYERS, their options by name, LM_NETWORKS, theirs), or None without PyTorch."""
+    """(LM_LAYERS, their options by name, the layers that can re-build their tree, LM_NETWORKS,
+    theirs), or None without PyTorch."""
     try:
         from semhuff.lm.networks import LM_NETWORKS, declared_lm_network_options
-        from semhuff.lm.layers.registry import LM_LAYERS, declared_lm_layer_options
+        from semhuff.lm.layers.registry import LM_LAYERS, declared_lm_layer_options, layers_with
     except ImportError:
         return None
-    return LM_LAYERS, declared_lm_layer_options(), LM_NETWORKS, declared_lm_network_options()
+    return (LM_LAYERS, declared_lm_layer_options(), layers_with("retree"), LM_NETWORKS,
+            declared_lm_network_options())
 
 
 def build_parser() -> argparse.ArgumentParser:
     registries = _registries()
-    layers, declared, networks, network_declared = registries or ({}, {}, {}, {})
-    p = argparse.ArgumentParser(prog=PROG, description="Train an LSTM language model whose output "
+    layers, declared, retree_layers, networks, network_declared = \
+        registries or ({}, {}, [], {}, {})
+    p = argparse.ArgumentParser(prog=PROG, description="Train a language model whose output "
                                 "layer is a tree softmax (any semhuff tree), a class softmax, a "
                                 "self-organized softmax, PyTorch's adaptive softmax or a full "
                                 "softmax; report held-out perplexity and speed.",
@@ -61,7 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--heldout-tokens", type=int, metavar="N", help="score the first N held-out tokens only")
     g = p.add_argument_group("output layer")
     g.add_argument("--loss", dest="output", choices=sorted(layers) if registries else None,
-                   default="tree",
+                   default=_default_layer(),
                    help="the output layer, as semhuff-train's --loss: tree: hierarchical "
                         "softmax over --tree; class: two-level over "
                         "--clustering; self-organized(-binary): clusters re-learned every "
@@ -76,18 +80,19 @@ def build_parser() -> argparse.ArgumentParser:
     g = p.add_argument_group("model and training (the paper's defaults where they fit)")
     g.add_argument("--emb", type=int, default=256, help="embedding size (default 256)")
     g.add_argument("--hidden", type=int, default=256, help="recurrent layer's size (default 256)")
-    g.add_argument("--arch", "--cell", dest="cell",
+    g.add_argument("--arch", "--cell", dest="arch",
                    choices=sorted(networks) if registries else None, default="lstm",
                    help="the network: lstm (the self-organized HSM paper), gru (the p-tHSM "
                         "poster), transformer, or one a --plugin registered")
     arch_group = g
-    g.add_argument("--dropout", type=float, default=0.0, help="dropout on the LSTM's output")
+    g.add_argument("--dropout", type=float, default=0.0, help="dropout on the network's output")
     g.add_argument("--batch-size", type=int, default=32, help="rows read in parallel (default 32)")
     g.add_argument("--bptt", type=int, default=20, help="truncated back-propagation steps (default 20)")
     g.add_argument("--epochs", type=int, default=1, help="passes over the training text (default 1)")
     g.add_argument("--lr", type=float, default=0.1, help="Adagrad's learning rate (default 0.1)")
+    retree_with = " or ".join(f"--loss {name}" for name in retree_layers) or "a layer with a tree"
     g.add_argument("--retree-every", type=int, default=0, metavar="EPOCHS",
-                   help="--loss tree: after every EPOCHS epochs, re-build the tree as a SemHuff "
+                   help=f"{retree_with}: after every EPOCHS epochs, re-build the tree as a SemHuff "
                         "tree over the network's own input embeddings, the rows carried over "
                         "(default 0: never)")
     g.add_argument("--clip", type=float, default=0.25, help="gradient norm clip (default 0.25)")
@@ -101,8 +106,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="torch.autocast's precision; fp16 on CUDA only (default fp32)")
     g.add_argument("--checkpoint", metavar="PATH",
                    help="write a checkpoint here (atomically) at each epoch's end and every "
-                        "--checkpoint-every steps; Ctrl-C keeps the last one")
-    g.add_argument("--checkpoint-every", type=int, default=0, metavar="STEPS",
+                        "--checkpoint-steps steps; Ctrl-C keeps the last one")
+    g.add_argument("--checkpoint-steps", type=int, default=0, metavar="STEPS",
                    help="steps between checkpoints within an epoch (default 0: epoch ends only)")
     g.add_argument("--resume", action="store_true",
                    help="continue the run in --checkpoint (the same corpus and settings)")
@@ -130,15 +135,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(layer_flags=tuple(option.name for option in flags),
                    network_flags=tuple(option.name for option in arch_flags))
     add_deprecated_spelling(p, "--threads", "--workers")
+    # semhuff-train's --checkpoint-every is minutes: one unit a flag name across the scripts
+    add_deprecated_spelling(p, "--checkpoint-every", "--checkpoint-steps")
     add_deprecated_spelling(p, "--output-model", "-o/--output",
                             target=p._option_string_actions["--output"])
     return p
 
 
+def _default_layer() -> Optional[str]:
+    try:
+        from semhuff.lm.layers.registry import DEFAULT_LM_LAYER
+    except ImportError:
+        return None
+    return DEFAULT_LM_LAYER
+
+
 class _OutputFileOrLayer(argparse.Action):
     """``-o/--output PATH``: the model file, as every script's ``-o/--output`` is its output.
     ``--output NAME`` with a layer's name is the former spelling of ``--loss NAME`` (semhuff-lm
-    had ``--output`` for the layer, issue 48): taken so, with a note."""
+    had ``--output`` for the layer): taken so, with a note."""
 
     def __init__(self, option_strings, dest, layers=(), **kwargs):
         super().__init__(option_strings, dest, **kwargs)
@@ -169,9 +184,9 @@ def network_settings(args) -> dict:
     """The network options the command line gave, each one the chosen ``--arch`` declares."""
     from semhuff.lm.networks import declared_lm_network_options, lm_network_class, \
         network_options
-    declared = network_options(lm_network_class(args.cell))
+    declared = network_options(lm_network_class(args.arch))
     given = [name for name in args.network_flags if hasattr(args, name)]
-    refuse_unused_flags(given, declared_lm_network_options(), declared, f"--arch {args.cell}")
+    refuse_unused_flags(given, declared_lm_network_options(), declared, f"--arch {args.arch}")
     return {name: getattr(args, name) for name in given}
 
 
@@ -240,8 +255,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     started = time.time()
     return cli_main(PROG, build_parser, _run, argv, interrupted=lambda args: checkpoint_note(
         args.checkpoint, started, "the same command and --resume",
-        "at the epoch's end" + (f" or after {args.checkpoint_every:,} steps"
-                                if args.checkpoint_every else "")))
+        "at the epoch's end" + (f" or after {args.checkpoint_steps:,} steps"
+                                if args.checkpoint_steps else "")))
 
 
 def _needs_torch() -> None:
@@ -254,7 +269,7 @@ def _needs_torch() -> None:
 def _score(args) -> int:
     _needs_torch()
     from semhuff.lm.generate import score_files
-    from semhuff.lm.trainer import load_model
+    from semhuff.lm.models import load_model
     if args.json:
         check_writable(args.json)
     for name, flag in (("max_tokens", "--max-tokens"), ("batch", "--batch-size"),
@@ -278,7 +293,7 @@ def _score(args) -> int:
             print(f"{path}: perplexity {score.perplexity:,.4f}, {score.tokens:,} tokens, "
                   f"{score.tokens_per_second:,.0f} tokens/s")
         print(f"perplexity {total.perplexity:,.4f} over {total.tokens:,} tokens "
-              f"({total.tokens_per_second:,.0f} tokens/s): {settings.cell} "
+              f"({total.tokens_per_second:,.0f} tokens/s): {settings.arch} "
               f"{model.output.describe()}")
     if args.json:
         from dataclasses import asdict
@@ -292,7 +307,7 @@ def _score(args) -> int:
 def _sample(args) -> int:
     _needs_torch()
     from semhuff.lm.generate import sample
-    from semhuff.lm.trainer import load_model
+    from semhuff.lm.models import load_model
     model, vocab, _ = load_model(args.model, args.device)
     words = sample(model, vocab, tokens=args.tokens, temperature=args.temperature,
                    seed=args.seed, prompt=args.prompt, top_k=args.top_k, top_p=args.top_p,
@@ -305,22 +320,22 @@ def _sample(args) -> int:
 def _run(args) -> int:
     _needs_torch()
     keep_large_blocks()  # the process is ours: a step's large blocks reused, not re-faulted
+    from semhuff.lm.checkpoint import check_checkpointing, read_checkpoint
+    from semhuff.lm.models import save_model
+    from semhuff.lm.report import write_report
+    from semhuff.lm.settings import LMSettings
     from semhuff.lm.token_ids import load_data
-    from semhuff.lm.trainer import LMSettings, save_model, train_lm, write_report
+    from semhuff.lm.trainer import LMTrainingRun
     for path in (args.output_model, args.report, args.checkpoint):
         if path:
             check_writable(path)
-    if (args.resume or args.checkpoint_every) and not args.checkpoint:
-        raise OptionError("--resume and --checkpoint-every need --checkpoint PATH")
-    if args.checkpoint_every < 0:
-        raise OptionError(f"--checkpoint-every must be >= 0, got {args.checkpoint_every}")
+    check_checkpointing(args.checkpoint, args.checkpoint_steps, args.resume)
     if args.resume:
-        from semhuff.lm.checkpoint import read_checkpoint
         read_checkpoint(args.checkpoint)  # not there / not a checkpoint: before the data is read
     layer = layer_settings(args)
-    check_tree_spec(layer.get("tree"))  # a builder's name or a file, before any data is read
+    check_tree_spec(layer.get(TREE.name))  # a builder's name or a file, before any data is read
     settings = LMSettings(output=args.output, layer_options=layer, emb=args.emb,
-                          hidden=args.hidden, cell=args.cell,
+                          hidden=args.hidden, arch=args.arch,
                           network_options=network_settings(args), dropout=args.dropout,
                           batch_size=args.batch_size, bptt=args.bptt, epochs=args.epochs,
                           lr=args.lr, clip=args.clip, threads=args.threads, seed=args.seed,
@@ -332,35 +347,56 @@ def _run(args) -> int:
                      resolve_corpus(args.heldout) if args.heldout else None,
                      args.heldout_chars, args.min_count, args.max_vocab, args.train_tokens,
                      args.heldout_tokens)
-    model, report = train_lm(data, settings, checkpoint=args.checkpoint,
-                             checkpoint_every=args.checkpoint_every, resume=args.resume)
+    run = LMTrainingRun(data, settings, checkpoint=args.checkpoint,
+                        checkpoint_steps=args.checkpoint_steps, resume=args.resume,
+                        on_epoch=lambda report: say and _say_epoch(len(report.epochs),
+                                                                   report.epochs[-1]))
+    say = args.quiet == 0 and run.rank == 0  # torchrun: rank 0 reports and writes
+    if say:
+        print(f"data: {data.describe()}")
+        print(f"model: {args.arch.upper()} {args.emb}/{args.hidden}, {run.layer.describe()}")
+        if run.resumed_at:
+            print(_resumed_line(run, args.checkpoint))
+        for i, epoch in enumerate(run.report.epochs, 1):  # the epochs before the checkpoint
+            _say_epoch(i, epoch)
+        sys.stdout.flush()
+    model, report = run.run()
     import torch.distributed as dist
-    if dist.is_available() and dist.is_initialized():  # torchrun: rank 0 writes and reports
-        rank = dist.get_rank()
+    if dist.is_available() and dist.is_initialized():
         dist.barrier()
         dist.destroy_process_group()
-        if rank:
+        if run.rank:
             return 0
     if args.output_model:
         save_model(args.output_model, model, data, report)
     if args.report:
         write_report(args.report, report)
-    if args.quiet == 0:
-        print(f"data: {data.describe()}")
-        print(f"model: {args.cell.upper()} {args.emb}/{args.hidden}, {model.output.describe()}")
-        for i, e in enumerate(report.epochs, 1):
-            h = e.heldout
-            clusters = (f", cluster {h.cluster_perplexity:,.2f} / in-cluster "
-                        f"{h.in_cluster_perplexity:,.2f}" if h.cluster_perplexity else "")
-            print(f"epoch {i}: train loss {e.train_loss:.4f}, held-out perplexity "
-                  f"{h.perplexity:,.2f}{clusters}, {e.tokens_per_second:,.0f} tokens/s, output "
-                  f"layer {e.output_seconds:.1f} s of {e.seconds:.1f} s")
+    if say:
         print(f"untrained held-out perplexity {report.untrained.perplexity:,.1f}"
               + (f"; {len(report.reassignments)} re-assignments" if report.reassignments else ""))
         if args.output_model:
             print(f"wrote {args.output_model}")
         sys.stdout.flush()
     return 0
+
+
+def _say_epoch(number: int, e) -> None:
+    """An epoch's line, as it ends (a long run with --no-progress says how it goes)."""
+    h = e.heldout
+    clusters = (f", cluster {h.cluster_perplexity:,.2f} / in-cluster "
+                f"{h.in_cluster_perplexity:,.2f}" if h.cluster_perplexity else "")
+    print(f"epoch {number}: train loss {e.train_loss:.4f}, held-out perplexity "
+          f"{h.perplexity:,.2f}{clusters}, {e.tokens_per_second:,.0f} tokens/s, output "
+          f"layer {e.output_seconds:.1f} s of {e.seconds:.1f} s", flush=True)
+
+
+def _resumed_line(run, path: str) -> str:
+    step, epoch = run.resumed_at
+    epochs = run.settings.epochs
+    if epoch > epochs:
+        return f"resumed after the last epoch ({epochs} of {epochs}) from {path}: nothing to train"
+    return (f"resumed at step {step:,} of epoch {epoch} ({len(run.steps):,} steps an epoch; "
+            f"step {run.step:,} of the run) from {path}")
 
 
 console = console_script(main)

@@ -36,7 +36,9 @@ MEANING = {"--workers": {"workers", "threads"},        # threads the command com
            "--loss": {"loss", "output"},               # the output layer (lm keeps its old dest)
            "--tree": {"tree", "kind"},
            "--format": {"format"},
-           "--batch-size": {"batch_size", "batch"}}
+           "--batch-size": {"batch_size", "batch"},
+           "--checkpoint-every": {"checkpoint_every"},  # minutes (semhuff-train)
+           "--checkpoint-steps": {"checkpoint_steps"}}  # optimizer steps (semhuff-lm)
 OUTPUT_FILE = {"output", "output_model"}  # -o/--output: the file a command writes
 FORMATS = {"auto", "npz", "kv", "gensim", "text", "binary"}
 OLD = ["--threads", "--restrict", "--kind", "--corpus", "--output-model", "--batch", "--analogy"]
@@ -61,6 +63,10 @@ def test_a_spelling_means_one_thing_in_every_script():
                                       "semhuff-lm", "semhuff-lm score"}
     assert set(seen["--loss"]) == {"semhuff-train", "semhuff-lm"}
     assert "semhuff-tree build" in seen["--tree"] and "semhuff-train" in seen["--tree"]
+    # one unit a name: minutes in the one script that says --checkpoint-every
+    assert seen["--checkpoint-every"] == ["semhuff-train"] and \
+        flag(train.build_parser(), "--checkpoint-every").metavar == "MINUTES"
+    assert seen["--checkpoint-steps"] == ["semhuff-lm"]
 
 
 def test_no_former_spelling_shows_in_any_help():
@@ -71,6 +77,8 @@ def test_no_former_spelling_shows_in_any_help():
                 continue  # semhuff-query's --analogy A B C is its own (three words)
             assert not re.search(re.escape(old) + r"(?![\w-])", text), (name, old)
         assert "-q" in text and "-v" in text, name  # -q/-v on every command, sub-commands too
+        if name.startswith("semhuff-lm"):  # semhuff-train's --checkpoint-every is minutes
+            assert "--checkpoint-every" not in text, name
 
 
 def parse_with_note(capsys, parse, argv):
@@ -94,6 +102,8 @@ def parse_with_note(capsys, parse, argv):
     (lm, ["lee", "--output", "class", "--threads", "2", "--output-model", "m.pt"],
      ["lee", "--loss", "class", "--workers", "2", "-o", "m.pt"],
      lambda a: a.output == "class" and a.threads == 2 and a.output_model == "m.pt"),
+    (lm, ["lee", "--checkpoint-every", "5"], ["lee", "--checkpoint-steps", "5"],
+     lambda a: a.checkpoint_steps == 5),
     (tree, ["build", "--corpus", "c.txt", "--kind", "random", "-o", "t.npz"],
      ["build", "c.txt", "--tree", "random", "-o", "t.npz"],
      lambda a: a.kind == "random" and list(a.corpus) + list(a.old_corpus) == ["c.txt"]),

@@ -15,9 +15,9 @@ from semhuff.errors import ModelFileError  # noqa: E402
 from semhuff.lm import clip_grad_norm, make_output_layer  # noqa: E402
 from semhuff.lm.checkpoint import (CheckpointMismatch, capture_rng_state,  # noqa: E402
                                    data_fingerprint, load_checkpoint, save_checkpoint)
-from semhuff.lm.networks import LSTMLanguageModel  # noqa: E402
+from semhuff.lm.networks import LSTMLanguageModel, detach_state  # noqa: E402
 from semhuff.lm.token_ids import batchify, build_vocab, to_ids  # noqa: E402
-from semhuff.lm.trainer import LMSettings, _detach  # noqa: E402
+from semhuff.lm.settings import LMSettings  # noqa: E402
 
 K, BATCH, BPTT = 8, 4, 6
 
@@ -60,7 +60,7 @@ def run(model, optimizer, train, steps, start=0, state=None):
         x, y = train[:, t:t + BPTT], train[:, t + 1:t + 1 + BPTT]
         x = x[:, :y.shape[1]]
         optimizer.zero_grad(set_to_none=True)
-        out, state = model(x, y, _detach(state))
+        out, state = model(x, y, detach_state(state))
         out.loss.backward()
         clip_grad_norm(model.parameters(), 0.25)
         optimizer.step()
@@ -245,24 +245,24 @@ def _lm_run(data, folder, tag, resume_from=None):
     a kept checkpoint to continue from (copied first: the run writes over its checkpoint)."""
     import shutil
 
-    import semhuff.lm.checkpoint as checkpoint
+    import semhuff.lm.trainer as trainer
     from semhuff.lm.trainer import train_lm
     path = os.path.join(folder, f"{tag}.ckpt")
     if resume_from is not None:
         shutil.copyfile(resume_from, path)
-    real = checkpoint.save_checkpoint
+    real = trainer.save_checkpoint
 
     def keep_first(file, **kwargs):
         real(file, **kwargs)
         first = os.path.join(folder, f"first-{tag}.ckpt")
         if resume_from is None and not os.path.exists(first):
             shutil.copyfile(file, first)
-    checkpoint.save_checkpoint = keep_first
+    trainer.save_checkpoint = keep_first
     try:
         _, report = train_lm(data, dataclasses.replace(RESUME), checkpoint=path,
-                             checkpoint_every=EVERY, resume=resume_from is not None)
+                             checkpoint_steps=EVERY, resume=resume_from is not None)
     finally:
-        checkpoint.save_checkpoint = real
+        trainer.save_checkpoint = real
     return report.to_dict()
 
 

@@ -105,7 +105,7 @@ def _data():
 
 
 def test_a_plugin_output_layer_and_network_from_the_command_line(tmp_path, capsys, plugin):
-    from semhuff.lm.trainer import load_model
+    from semhuff.lm.models import load_model
     out, rep = tmp_path / "m.pt", tmp_path / "r.json"
     assert lm_main([*TINY, "--plugin", plugin, "--loss", "plugin-tempered", "--temperature",
                     "2", "--arch", "plugin-bigram", "-o", str(out), "--report", str(rep)]) == 0, \
@@ -113,7 +113,7 @@ def test_a_plugin_output_layer_and_network_from_the_command_line(tmp_path, capsy
     mod = sys.modules[plugin]
     model, vocab, settings = load_model(str(out))
     assert isinstance(model, mod.Bigram) and isinstance(model.output, mod.Tempered)
-    assert model.output.temperature == 2.0 and settings.cell == "plugin-bigram"
+    assert model.output.temperature == 2.0 and settings.arch == "plugin-bigram"
     report = json.loads(rep.read_text())
     assert report["epochs"][0]["heldout"]["perplexity"] < report["untrained"]["perplexity"]
     # --layer-option reaches the same declaration, typed and checked by it
@@ -131,7 +131,7 @@ def test_a_plugin_output_layer_and_network_from_the_command_line(tmp_path, capsy
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--layers: not used by --arch lstm" in err[0], err
     from semhuff.errors import OptionError
-    from semhuff.lm.trainer import LMSettings
+    from semhuff.lm.settings import LMSettings
     with pytest.raises(OptionError, match="the lstm network does not use layers"):
         LMSettings(network_options={"layers": 3}).check()
 
@@ -146,7 +146,7 @@ def test_a_plugin_output_layer_and_network_from_the_command_line(tmp_path, capsy
 
 def test_a_plugin_tree_builder_in_semhuff_train_and_semhuff_lm(tmp_path, capsys, plugin):
     from semhuff import Word2Vec
-    from semhuff.lm.trainer import load_model
+    from semhuff.lm.models import load_model
     from semhuff.trees.clusters import balanced_tree
     model_path = tmp_path / "w.npz"
     assert train_main(["lee", "-o", str(tmp_path / "v.bin"), "--save-model", str(model_path),
@@ -171,7 +171,8 @@ def test_a_plugin_tree_builder_in_semhuff_train_and_semhuff_lm(tmp_path, capsys,
 
 
 def test_semhuff_lm_trains_on_a_tree_file(tmp_path, capsys):
-    from semhuff.lm.trainer import evaluate, load_model
+    from semhuff.lm.evaluation import evaluate
+    from semhuff.lm.models import load_model
     from semhuff.trees import make_tree
     from semhuff.trees.spec import relabel_leaves
     data = _data()

@@ -12,7 +12,9 @@ from semhuff.cli.lm import main as lm_main  # noqa: E402
 from semhuff.cli.common import resolve_corpus  # noqa: E402
 from semhuff.errors import OptionError  # noqa: E402
 from semhuff.lm.token_ids import load_data  # noqa: E402
-from semhuff.lm.trainer import LMSettings, evaluate, load_model  # noqa: E402
+from semhuff.lm.evaluation import evaluate  # noqa: E402
+from semhuff.lm.models import load_model  # noqa: E402
+from semhuff.lm.settings import LMSettings  # noqa: E402
 
 # a tiny run on gensim's lee corpus: 300 words, 5,000 training tokens
 TINY = ["lee", "--max-vocab", "300", "--heldout-chars", "20000", "--emb", "16", "--hidden", "16",
@@ -41,7 +43,7 @@ def test_a_transformer_lm_trains_beats_the_unigram_and_reloads(tmp_path, capsys)
                            "-o", str(model_path), "--report", str(report_path)]) == 0
     assert "TRANSFORMER" in capsys.readouterr().out
     report = json.loads(report_path.read_text())
-    assert report["settings"]["cell"] == "transformer"
+    assert report["settings"]["arch"] == "transformer"
     assert report["settings"]["network_options"] == {"layers": 1, "heads": 2, "max_len": 32}
     data = tiny_data()
     final = report["epochs"][-1]["heldout"]["perplexity"]
@@ -55,7 +57,7 @@ def test_a_transformer_lm_trains_beats_the_unigram_and_reloads(tmp_path, capsys)
 
 def test_a_bptt_longer_than_the_transformer_window_is_refused_early(tmp_path, capsys):
     with pytest.raises(OptionError, match="max_len"):
-        LMSettings(cell="transformer", network_options={"max_len": 10}, bptt=20).check()
+        LMSettings(arch="transformer", network_options={"max_len": 10}, bptt=20).check()
     # the command line: a one-line error before any data is read
     assert lm_main(["/nonexistent/corpus", "--heldout-chars", "10", "--arch", "transformer",
                     "--max-len", "10", "--bptt", "20"]) != 0
@@ -69,15 +71,15 @@ KILLER = """
 import os, signal, sys
 import torch
 torch.set_num_threads(1)
-import semhuff.lm.checkpoint as checkpoint
+import semhuff.lm.trainer as trainer
 saves = [0]
-real = checkpoint.save_checkpoint
+real = trainer.save_checkpoint
 def save_then_die(*args, **kwargs):
     real(*args, **kwargs)
     saves[0] += 1
     if saves[0] == int(os.environ["KILL_AFTER"]):
         os.kill(os.getpid(), signal.SIGKILL)  # kill -9: no cleanup, no finally
-checkpoint.save_checkpoint = save_then_die
+trainer.save_checkpoint = save_then_die
 from semhuff.cli.lm import main
 sys.exit(main(sys.argv[1:]))
 """
@@ -99,7 +101,7 @@ def test_kill_9_then_resume_gives_the_uninterrupted_numbers(tmp_path, layer):
     ck, resumed = tmp_path / "run.ckpt", tmp_path / "resumed.json"
     # saves: steps 3, 6, epoch 1's end, then step 9 (in epoch 2): killed right after it
     killed = subprocess.run([sys.executable, "-c", KILLER, *run, "--checkpoint", str(ck),
-                             "--checkpoint-every", "3", "--report", str(resumed)],
+                             "--checkpoint-steps", "3", "--report", str(resumed)],
                             capture_output=True, text=True, timeout=120,
                             env={**env, "KILL_AFTER": "4"})
     assert killed.returncode == -9, killed.stderr
@@ -143,6 +145,47 @@ def test_resume_on_other_settings_or_data_is_refused_in_one_line(tmp_path, capsy
         assert len(err) == 1 and word in err[0], err
     assert lm_main(TINY + ["--resume", "-q"]) != 0
     assert "--checkpoint" in capsys.readouterr().err
+
+
+def test_each_epoch_is_said_as_it_ends_and_a_resumed_run_says_where(tmp_path, capsys,
+                                                                      monkeypatch):
+    """With --no-progress a run prints each epoch's line (its held-out perplexity) as the epoch
+    ends, not when the run does; stopped by Ctrl-C at its second checkpoint (step 6 of epoch
+    1: 8 steps an epoch) and resumed, it says so, and then goes on to say each epoch."""
+    import semhuff.lm.trainer as trainer
+    printed = []
+
+    def so_far():
+        printed.append(capsys.readouterr().out)
+        return "".join(printed)
+    before_each = []
+    real_epoch = trainer.LMTrainingRun.train_epoch
+    monkeypatch.setattr(trainer.LMTrainingRun, "train_epoch",
+                        lambda run: before_each.append(so_far()) or real_epoch(run))
+    assert lm_main(TINY + ["--epochs", "3"]) == 0
+    out = so_far()
+    assert [text.count("held-out perplexity") for text in before_each] == [0, 1, 2]
+    assert "epoch 2: train loss" in before_each[2] and "epoch 3:" not in before_each[2]
+    assert [out.count(f"epoch {i}: train loss") for i in (1, 2, 3)] == [1, 1, 1]
+    # Ctrl-C right after the second checkpoint, then --resume
+    ck, saves = tmp_path / "run.ckpt", []
+    real_save = trainer.save_checkpoint
+
+    def save_then_stop(*args, **kwargs):
+        real_save(*args, **kwargs)
+        saves.append(kwargs["step"])
+        if len(saves) == 2:
+            raise KeyboardInterrupt
+    monkeypatch.setattr(trainer, "save_checkpoint", save_then_stop)
+    run = TINY + ["--epochs", "2", "--checkpoint", str(ck)]
+    assert lm_main(run + ["--checkpoint-steps", "3"]) == 130 and saves == [3, 6]
+    printed.clear()
+    so_far()
+    monkeypatch.setattr(trainer, "save_checkpoint", real_save)
+    assert lm_main(run + ["--resume"]) == 0
+    out = so_far()
+    assert "resumed at step 6 of epoch 1 (8 steps an epoch; step 6 of the run)" in out
+    assert [out.count(f"epoch {i}: train loss") for i in (1, 2)] == [1, 1]
 
 
 # -- using a trained model -----------------------------------------------------------------------
@@ -343,12 +386,12 @@ def test_torchrun_checkpoints_resume_as_one_uninterrupted_run(tmp_path):
 def _rows_worker(rank, world, init, results):
     import torch.distributed as dist
 
-    from semhuff.lm.trainer import _gather_rows, _rows_of
+    from semhuff.lm.parallel import gather_rows, rows_of
     dist.init_process_group("gloo", init_method=init, rank=rank, world_size=world)
     try:
         whole = (torch.arange(2 * 6 * 3.0).reshape(2, 6, 3), -torch.arange(6 * 3.0).reshape(1, 6, 3))
-        mine = _rows_of(whole, rank, world)
-        results[rank] = [torch.equal(a, b) for a, b in zip(_gather_rows(mine, world), whole)] \
+        mine = rows_of(whole, rank, world)
+        results[rank] = [torch.equal(a, b) for a, b in zip(gather_rows(mine, world), whole)] \
             + [mine[0].shape[1] == 6 // world]
     finally:
         dist.destroy_process_group()

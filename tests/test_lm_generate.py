@@ -15,7 +15,7 @@ from semhuff.lm import clip_grad_norm, make_output_layer  # noqa: E402
 from semhuff.lm.generate import encode_prompt, sample, score_text  # noqa: E402
 from semhuff.lm.networks import LSTMLanguageModel  # noqa: E402
 from semhuff.lm.token_ids import EOS, UNK, batchify, build_vocab, to_ids  # noqa: E402
-from semhuff.lm.trainer import evaluate  # noqa: E402
+from semhuff.lm.evaluation import evaluate  # noqa: E402
 from semhuff.lm.transformer import TransformerLanguageModel  # noqa: E402
 
 
@@ -205,7 +205,9 @@ def test_score_files_reproduces_the_training_reports_perplexity(lee_path, tmp_pa
     trainer reads them (joined) and scored one by one too."""
     from semhuff.lm.generate import score_files, text_ids
     from semhuff.lm.token_ids import load_data
-    from semhuff.lm.trainer import LMSettings, load_model, save_model, train_lm
+    from semhuff.lm.models import load_model, save_model
+    from semhuff.lm.settings import LMSettings
+    from semhuff.lm.trainer import train_lm
     lines = open(lee_path, encoding="utf-8").read().splitlines()
     (tmp_path / "train.txt").write_text("\n".join(lines[:120]) + "\n")
     (tmp_path / "held1.txt").write_text("\n".join(lines[120:140]) + "\n")

@@ -34,7 +34,7 @@ def test_each_row_gets_its_options_and_the_shared_settings(tmp_path):
     assert len(calls) == 3
     for call in calls:
         assert "--heldout-chars 1000000 --max-vocab 44000 --epochs 3" in call
-        assert "--seed 1 --checkpoint-every 2000" in call and "--resume" not in call
+        assert "--seed 1 --checkpoint-steps 2000" in call and "--resume" not in call
     assert "--loss tree --tree huffman --checkpoint huffman.ckpt" in calls[0]
     assert "--loss self-organized --checkpoint" in calls[1]  # the paper's defaults
     assert "--loss class --clustering frequency" in calls[2]

@@ -1,5 +1,6 @@
-"""semhuff-lm and semhuff.lm.trainer: the data pipeline against hand examples, a tiny LM that
-learns (end to end, API and CLI), save / load, bad input, divergence, and semhuff without torch."""
+"""semhuff-lm and semhuff.lm.trainer (its settings, evaluation and saved models): the data
+pipeline against hand examples, a tiny LM that learns (end to end, API and CLI), save / load,
+bad input, divergence, and semhuff without torch."""
 import json
 import math
 import subprocess
@@ -15,8 +16,11 @@ from semhuff.cli.lm import main as lm_main  # noqa: E402
 from semhuff.errors import CorpusError, OptionError, TrainingDiverged  # noqa: E402
 from semhuff.lm.token_ids import (EOS, UNK, batchify, build_vocab, load_data, split_heldout,  # noqa: E402
                              tokens)
-from semhuff.lm.networks import CELLS  # noqa: E402
-from semhuff.lm.trainer import LMSettings, evaluate, load_model, save_model, train_lm  # noqa: E402
+from semhuff.lm.evaluation import evaluate  # noqa: E402
+from semhuff.lm.models import load_model, save_model  # noqa: E402
+from semhuff.lm.networks import lm_network_class  # noqa: E402
+from semhuff.lm.settings import LMSettings  # noqa: E402
+from semhuff.lm.trainer import train_lm  # noqa: E402
 
 
 def test_tokens_unk_and_eos_by_hand():
@@ -52,12 +56,12 @@ def small(tmp_path_factory, lee_path):
     return folder
 
 
-@pytest.mark.parametrize("output,cell", [("tree", "lstm"), ("self-organized-binary", "lstm"),
+@pytest.mark.parametrize("output,arch", [("tree", "lstm"), ("self-organized-binary", "lstm"),
                                          ("full", "lstm"), ("tree", "gru")])
-def test_a_tiny_lm_learns(small, output, cell):
+def test_a_tiny_lm_learns(small, output, arch):
     data = load_data([str(small / "train.txt")], [str(small / "held.txt")], max_vocab=500)
     assert data.eos and data.vocab.words.count(UNK) == 1
-    settings = LMSettings(output=output, emb=32, hidden=32, cell=cell, epochs=2, batch_size=16,
+    settings = LMSettings(output=output, emb=32, hidden=32, arch=arch, epochs=2, batch_size=16,
                           progress=False, layer_options={"reassign_every": 20}
                           if output.startswith("self") else {})
     model, report = train_lm(data, settings)
@@ -78,18 +82,18 @@ def test_a_tiny_lm_learns(small, output, cell):
     assert again.perplexity == pytest.approx(report.epochs[-1].heldout.perplexity, rel=1e-9)
 
 
-@pytest.mark.parametrize("cell", ["lstm", "gru"])
-def test_save_load_gives_the_same_perplexity(small, tmp_path, cell):
+@pytest.mark.parametrize("arch", ["lstm", "gru"])
+def test_save_load_gives_the_same_perplexity(small, tmp_path, arch):
     data = load_data([str(small / "train.txt")], [str(small / "held.txt")], max_vocab=300)
     model, report = train_lm(data, LMSettings(output="self-organized", emb=16, hidden=16,
-                                              cell=cell, progress=False,
+                                              arch=arch, progress=False,
                                               layer_options={"reassign_every": 10}))
     assert report.reassignments
     path = tmp_path / "m.pt"
     save_model(str(path), model, data, report)
     back, vocab, settings = load_model(str(path))
     assert vocab.words == data.vocab.words
-    assert settings.cell == cell and isinstance(back.lstm, CELLS[cell])
+    assert settings.arch == arch and isinstance(back.rnn, lm_network_class(arch).CELL)
     assert evaluate(back, data.heldout).perplexity == pytest.approx(
         report.epochs[-1].heldout.perplexity, rel=1e-9)
 
@@ -170,7 +174,7 @@ def test_semhuff_imports_and_trains_without_torch(tmp_path):
 def test_the_trainers_sparse_default_holds_on_the_cpu_only():
     """sparse=True is semhuff-lm's choice for the tree forms on the CPU; on a GPU the dense
     gradient measured 5-7x faster for a whole LSTM step (docs/lm.md), so none is set there."""
-    from semhuff.lm.trainer import LMSettings
+    from semhuff.lm.settings import LMSettings
     for output in ("tree", "self-organized-binary"):
         assert LMSettings(output=output).layer_settings().get("sparse") is True
         assert "sparse" not in LMSettings(output=output, device="cuda").layer_settings()
@@ -186,7 +190,8 @@ def test_retree_every_rebuilds_the_tree_from_the_networks_own_embeddings():
     from semhuff.cli.common import resolve_corpus
     from semhuff.errors import OptionError
     from semhuff.lm.token_ids import load_data
-    from semhuff.lm.trainer import LMSettings, train_lm
+    from semhuff.lm.settings import LMSettings
+    from semhuff.lm.trainer import train_lm
     from semhuff.trees.huffman import build_huffman
     data = load_data(resolve_corpus(["lee"]), None, 20000, 1, 200, 4000, None)
     seen = {}
@@ -203,8 +208,8 @@ def test_retree_every_rebuilds_the_tree_from_the_networks_own_embeddings():
         seen["state_reset"] = bool((optimizer.state[self.weight]["sum"] == 0).all())
     tree_softmax.TreeSoftmax.retree = spy
     try:
-        model, report = train_lm(data, LMSettings(output="tree", tree="huffman", emb=8,
-                                                  hidden=8, epochs=2, retree_every=1,
+        model, report = train_lm(data, LMSettings(output="tree", layer_options={"tree": "huffman"},
+                                                  emb=8, hidden=8, epochs=2, retree_every=1,
                                                   threads=1, progress=False))
     finally:
         tree_softmax.TreeSoftmax.retree = original

@@ -12,7 +12,10 @@ from semhuff.errors import OptionError  # noqa: E402
 from semhuff.lm import clip_grad_norm, make_output_layer  # noqa: E402
 from semhuff.lm.networks import LM_NETWORKS  # noqa: E402
 from semhuff.lm.token_ids import LMData, batchify, build_vocab, to_ids  # noqa: E402
-from semhuff.lm.trainer import LMSettings, _detach, evaluate, train_lm  # noqa: E402
+from semhuff.lm.evaluation import evaluate  # noqa: E402
+from semhuff.lm.networks import detach_state  # noqa: E402
+from semhuff.lm.settings import LMSettings  # noqa: E402
+from semhuff.lm.trainer import train_lm  # noqa: E402
 from semhuff.lm.transformer import TransformerLanguageModel  # noqa: E402
 
 
@@ -59,7 +62,7 @@ def test_trains_end_to_end_with_the_tree_layer_and_beats_the_unigram():
             x, y = train[:, t:t + 16], train[:, t + 1:t + 17]
             x = x[:, :y.shape[1]]
             optimizer.zero_grad(set_to_none=True)
-            out, state = model(x, y, _detach(state))
+            out, state = model(x, y, detach_state(state))
             assert state is None
             out.loss.backward()
             clip_grad_norm(model.parameters(), 0.25)
@@ -71,7 +74,7 @@ def test_trains_end_to_end_with_the_tree_layer_and_beats_the_unigram():
 
 def test_the_trainer_trains_it_by_name():
     data = markov_data(train=3000, heldout=600)
-    settings = LMSettings(output="tree", cell="transformer", emb=16, hidden=16, batch_size=8,
+    settings = LMSettings(output="tree", arch="transformer", emb=16, hidden=16, batch_size=8,
                           bptt=12, epochs=1, lr=0.05, progress=False)
     model, report = train_lm(data, settings)
     assert isinstance(model, TransformerLanguageModel)

@@ -14,7 +14,9 @@ torch = pytest.importorskip("torch", reason="the torch extra is not installed")
 
 from semhuff.lm import make_output_layer  # noqa: E402
 from semhuff.lm.token_ids import UNK, build_vocab, load_data  # noqa: E402
-from semhuff.lm.trainer import LMSettings, evaluate, train_lm  # noqa: E402
+from semhuff.lm.evaluation import evaluate  # noqa: E402
+from semhuff.lm.settings import LMSettings  # noqa: E402
+from semhuff.lm.trainer import train_lm  # noqa: E402
 from semhuff.vocab import Vocab  # noqa: E402
 
 

@@ -214,3 +214,63 @@ def test_no_code_outside_the_layers_names_a_built_in_layer_class():
             imported = [a.name for a in node.names] if isinstance(node, ast.ImportFrom) else []
             offenders += [f"{name}: {n}" for n in [used, *imported] if n in names]
     assert offenders == []
+
+
+# -- the LM application asks its layers, never names them ----------------------------------------
+
+# the semhuff-lm application: everything of semhuff.lm but the layers, their kernels, the package's
+# own exports (__init__) and the former names (_moved), and the semhuff-lm script
+LM_LAYER_SIDE = ("semhuff.lm.layers", "semhuff.lm.kernels")
+LM_APPLICATION_EXCEPT = ("semhuff.lm", "semhuff.lm._moved")
+
+
+def _lm_application(mods):
+    return {name: path for name, path in mods.items()
+            if (_within(name, ("semhuff.lm",)) and not _within(name, LM_LAYER_SIDE)
+                and name not in LM_APPLICATION_EXCEPT) or name == "semhuff.cli.lm"}
+
+
+def _names_of_layers(mods, classes, names):
+    """``module: what`` for every layer class (``classes``) a module of ``mods`` names (a name,
+    an attribute, an import) and every layer's registry name (``names``) it holds as a whole
+    string: the application asks a layer what it can do (``layers_with``,
+    ``rebuild_settings``, ``trainer_defaults``), never which one it is."""
+    offenders = []
+    for name, path in sorted(mods.items()):
+        for node in ast.walk(ast.parse(path.read_text())):
+            used = (node.id if isinstance(node, ast.Name) else
+                    node.attr if isinstance(node, ast.Attribute) else None)
+            imported = [a.name for a in node.names] if isinstance(node, ast.ImportFrom) else []
+            offenders += [f"{name}: {n}" for n in [used, *imported] if n in classes]
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and \
+                    node.value in names:
+                offenders.append(f"{name}: {node.value!r}")
+    return offenders
+
+
+def _lm_layers():
+    pytest.importorskip("torch")
+    from semhuff.lm import _moved
+    from semhuff.lm.layers.registry import LM_LAYERS
+    classes = {cls.__name__ for cls in LM_LAYERS.values()} | set(_moved._CLASSES)
+    return classes, set(LM_LAYERS)
+
+
+def test_the_lm_application_never_names_a_layer_class_or_a_layers_name():
+    classes, names = _lm_layers()
+    app = _lm_application(_modules())
+    assert {"semhuff.lm.trainer", "semhuff.lm.settings", "semhuff.lm.models",
+            "semhuff.lm.checkpoint", "semhuff.lm.generate", "semhuff.cli.lm"} <= set(app)
+    assert not any(_within(n, LM_LAYER_SIDE) for n in app)
+    assert {"TreeSoftmax", "ClassSoftmax", "TwoLevelSoftmax"} <= classes and "tree" in names
+    assert _names_of_layers(app, classes, names) == []
+
+
+def test_the_lm_layer_name_check_finds_a_class_an_import_and_a_name():
+    classes, names = _lm_layers()
+    mods = {"semhuff.lm.a": _write("from .layers.tree import TreeSoftmax\n"),
+            "semhuff.lm.b": _write("def f(layer):\n    return isinstance(layer, layers.ClassSoftmax)\n"),
+            "semhuff.lm.c": _write("def f(s):\n    return s.output != 'tree'\n"),
+            "semhuff.lm.d": _write("'''A tree layer's docstring.'''\nx = 'a tree'\n")}
+    assert _names_of_layers(mods, classes, names) == [
+        "semhuff.lm.a: TreeSoftmax", "semhuff.lm.b: ClassSoftmax", "semhuff.lm.c: 'tree'"]

@@ -239,7 +239,7 @@ def lm_model(arch, name, overrides, vocab, cfg, device):
     import torch
 
     from semhuff.lm import make_output_layer
-    from semhuff.lm.trainer import LMSettings
+    from semhuff.lm.settings import LMSettings
     options = {**LMSettings(output=name, device=str(device)).layer_settings(), **overrides}
     if name.startswith("self-organized"):
         options.setdefault("reassign_every", cfg["reassign_every"])
@@ -271,7 +271,7 @@ def lm_step(model, layer, optimizer, x, y, state, precision, device, watch=None)
 
     from semhuff.lm import clip_grad_norm
     optimizer.zero_grad(set_to_none=True)
-    if state is not None:  # the trainer's _detach: (h, c), h, or None
+    if state is not None:  # networks.detach_state: (h, c), h, or None
         state = state.detach() if torch.is_tensor(state) else tuple(s.detach() for s in state)
     with torch.autocast(device.type, torch.bfloat16, enabled=precision == "bf16"):
         out, new_state = model(x, y, state)

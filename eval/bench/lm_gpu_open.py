@@ -376,7 +376,7 @@ def lm_tokens_per_s(name, overrides, precision, cfg, device, deadline, data) -> 
 
 
 def semhuff_lm_settings(name) -> dict:
-    from semhuff.lm.trainer import LMSettings
+    from semhuff.lm.settings import LMSettings
     return {dev: LMSettings(output=name, device=dev).layer_settings() for dev in ("cuda", "cpu")}
 
 

@@ -55,7 +55,7 @@ print(bootstrap_vectors(load_data([sys.argv[1]], None, 1_000_000, 1, 44_000), 'b
     echo "lm_text8: $row started $(date -Is)${resume:+ (resumed)}"
     # shellcheck disable=SC2086
     semhuff-lm "$corpus" --heldout-chars 1000000 --max-vocab 44000 --epochs 3 \
-        --workers "${THREADS:-1}" --seed "${SEED:-1}" --checkpoint-every 2000 $opts --checkpoint "$row.ckpt" \
+        --workers "${THREADS:-1}" --seed "${SEED:-1}" --checkpoint-steps 2000 $opts --checkpoint "$row.ckpt" \
         --report "$row.json" -o "$row.pt" --no-progress "${resume[@]}"
     echo "lm_text8: $row ended $(date -Is)"
 done

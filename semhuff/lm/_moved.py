@@ -1,17 +1,21 @@
-"""Where the names of ``semhuff.lm`` went when the package was split by job (issue 47): the
-former module paths and names keep working for one release, each with a ``DeprecationWarning``
-saying the new one. Nothing here is used by the package itself.
+"""Where the names of ``semhuff.lm`` went when the package was split by job: the former module
+paths, names, keywords and settings keep working for one release, each with a
+``DeprecationWarning`` saying the new one; files written before still load. The package uses
+this module only to take those former names (``install``, ``moved_names``,
+``accept_former_settings``, ``renamed_keyword``, ``upgrade_settings``).
 
 * ``MOVED_MODULES``: a former module path -> its new module. Imported under the former path it
   is a stand-in that reads from, and writes to, the new module (so ``monkeypatch.setattr`` on
   it reaches the code), and also knows the names that moved out of it (``MOVED_NAMES``);
 * ``MOVED_NAMES``: a module -> {former name: "new.module:name"}, for a module that stays
-  (``moved_names`` is its ``__getattr__``) or a former path;
-* ``LEGACY_SETTINGS``: the ``LMSettings`` fields that became other things, for saved files and
-  for callers (``upgrade_settings``).
+  (``moved_names`` is its ``__getattr__``) or a former path ("module:function()": the value
+  the function makes);
+* ``LEGACY_LAYER_FIELDS``, ``RENAMED_SETTINGS``: the ``LMSettings`` fields that became other
+  things, for saved files and for callers (``upgrade_settings``).
 """
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.abc
 import importlib.util
@@ -58,6 +62,13 @@ MOVED_NAMES: Dict[str, Dict[str, str]] = {
         "CLUSTERS": "semhuff.trees.clusters:CLUSTERS",
         "TREE": "semhuff.trees.spec:TREE",
         "SIMILARITY": "semhuff.trees.spec:SIMILARITY"},
+    "semhuff.lm.trainer": {  # (what the run itself uses is still there: LMSettings, evaluate)
+        "PRECISIONS": "semhuff.lm.settings:PRECISIONS",
+        **{name: f"semhuff.lm.report:{name}" for name in ("HeldOut", "write_report")},
+        **{name: f"semhuff.lm.models:{name}" for name in ("LoadedModel", "load_model",
+                                                         "save_model")},
+        "LAYER_FIELDS": "semhuff.lm._moved:LEGACY_LAYER_FIELDS"},
+    "semhuff.lm.networks": {"CELLS": "semhuff.lm.networks:recurrent_cells()"},
 }
 
 # LMSettings fields that became other things: saved files keep them, callers may still give them
@@ -67,6 +78,8 @@ RENAMED_SETTINGS = {"cell": "arch"}
 
 def _resolve(target: str) -> Any:
     module, _, name = target.partition(":")
+    if name.endswith("()"):  # a value made when asked for
+        return getattr(importlib.import_module(module), name[:-2])()
     return getattr(importlib.import_module(module), name)
 
 
@@ -169,3 +182,37 @@ def upgrade_settings(saved: dict, *, warn: bool, takes=None) -> dict:
                   "LMSettings(layer_options={...})")
         out["layer_options"] = {**given, **(out.get("layer_options") or {})}
     return out
+
+
+def accept_former_settings(cls):
+    """``LMSettings`` taking its former keywords (``upgrade_settings``) and attributes
+    (``cell``), each with the warning."""
+    init = cls.__init__
+
+    @functools.wraps(init)
+    def __init__(self, *args, **kwargs):
+        init(self, *args, **upgrade_settings(kwargs, warn=True))
+
+    def former(old: str, new: str):
+        def get(self):
+            _warn(f"LMSettings.{old}", f"LMSettings.{new}")
+            return getattr(self, new)
+        return property(get)
+
+    cls.__init__ = __init__
+    for old, new in RENAMED_SETTINGS.items():
+        setattr(cls, old, former(old, new))
+    return cls
+
+
+def renamed_keyword(where: str, former: dict, old: str, new: str, value):
+    """``value``, or the keyword's former name's value (``former``: the call's other keywords,
+    each a ``TypeError`` as Python's own unless ``old``) with the warning."""
+    unknown = sorted(set(former) - {old})
+    if unknown:
+        raise TypeError(f"{where}() got an unexpected keyword argument {unknown[0]!r}")
+    if old not in former:
+        return value
+    _warn(f"{where}({old}=...)", f"{where}({new}=...)")
+    return former[old]
+

@@ -1,5 +1,5 @@
-"""Checkpoints of a language-model run, for long runs (issue 35: ``semhuff-lm --checkpoint PATH
---checkpoint-every STEPS --resume``).
+"""Checkpoints of a language-model run, for long runs (``semhuff-lm --checkpoint PATH
+--checkpoint-steps STEPS --resume``).
 
 A checkpoint holds everything a run needs to continue as if it had not stopped: the model's
 ``state_dict`` (the output layer's tree, clusters and extra state included), the optimizer's
@@ -28,7 +28,7 @@ import os
 import random
 import zlib
 from dataclasses import dataclass
-from typing import Any, Dict, Iterable, Optional
+from typing import Any, Callable, Dict, Iterable, Optional
 
 import numpy as np
 import torch
@@ -36,6 +36,7 @@ import torch
 from ..errors import ModelFileError, OptionError
 from ..io_utils import atomic_output, describe_content
 from .kernels.optimizer_state import regroup_state
+from .networks import detach_state
 
 logger = logging.getLogger(__name__)
 
@@ -44,8 +45,8 @@ VERSION = 1
 
 # settings that do not change a run's numbers: a resumed run may change them
 IGNORED_SETTINGS = frozenset({"progress", "threads", "epochs", "checkpoint", "checkpoint_every",
-                              "resume", "quiet", "verbose", "output_model", "report",
-                              "no_progress"})
+                              "checkpoint_steps", "resume", "quiet", "verbose", "output_model",
+                              "report", "no_progress"})
 
 
 class CheckpointMismatch(OptionError):
@@ -66,6 +67,15 @@ class Checkpoint:
     optimizer_state: Optional[Dict[str, Any]]
     state: Any = None               # the recurrent state carried into the next batch
     extra: Optional[Dict[str, Any]] = None
+
+
+def check_checkpointing(checkpoint: Optional[str], steps, resume: bool) -> None:
+    """A run's checkpoint settings, one line each: ``steps`` (between checkpoints within an
+    epoch, 0: at epoch ends only) an integer >= 0; ``resume`` and ``steps`` need a file."""
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
+        raise OptionError(f"--checkpoint-steps must be an integer >= 0, got {steps!r}")
+    if (resume or steps) and not checkpoint:
+        raise OptionError("--resume and --checkpoint-steps need --checkpoint PATH")
 
 
 # -- what identifies a run ---------------------------------------------------------------------
@@ -140,14 +150,6 @@ def restore_rng_state(state: Dict[str, Any]) -> None:
 
 # -- writing and reading -----------------------------------------------------------------------
 
-def _detached(state):
-    if state is None:
-        return None
-    if torch.is_tensor(state):
-        return state.detach()
-    return type(state)(_detached(x) for x in state)
-
-
 def _report_dict(report):
     if report is None or isinstance(report, dict):
         return report
@@ -176,7 +178,7 @@ def save_checkpoint(path, *, model: torch.nn.Module, optimizer: Optional[torch.o
                "rng_state": capture_rng_state() if rng_state is None else rng_state,
                "model_state": model.state_dict(),
                "optimizer_state": None if optimizer is None else optimizer.state_dict(),
-               "state": _detached(state), "report": _report_dict(report), "extra": extra}
+               "state": detach_state(state), "report": _report_dict(report), "extra": extra}
     with atomic_output(path) as fh:
         torch.save(payload, fh)
         fh.flush()
@@ -238,16 +240,20 @@ def load_checkpoint(path, *, settings, data_fingerprint: str,
                     model: Optional[torch.nn.Module] = None,
                     optimizer: Optional[torch.optim.Optimizer] = None,
                     restore_rng: bool = True, ignore: Iterable[str] = IGNORED_SETTINGS,
-                    map_location="cpu") -> Checkpoint:
+                    map_location="cpu",
+                    upgrade: Optional[Callable[[dict], dict]] = None) -> Checkpoint:
     """Read a checkpoint written for this run: the same ``settings`` (but ``ignore``) and the
     same ``data_fingerprint``, else a one-line ``CheckpointMismatch``. Loads the model's and
     the optimizer's states into ``model`` / ``optimizer`` when given (build them as the run
     did first) and, with ``restore_rng``, sets the random generators as they were. Returns the
-    ``Checkpoint`` (step, epoch, position, the carried state, the report so far)."""
+    ``Checkpoint`` (step, epoch, position, the carried state, the report so far). ``upgrade``:
+    the saved settings in today's names (a checkpoint written by an earlier version)."""
     name = os.fspath(path)
     payload = read_checkpoint(name, map_location)
     given = comparable_settings(settings)
-    differences = settings_differences(payload["settings"], given, ignore)
+    saved = payload["settings"] if upgrade is None else comparable_settings(
+        upgrade(payload["settings"]))
+    differences = settings_differences(saved, given, ignore)
     if differences:
         shown = "; ".join(differences[:4]) + ("; ..." if len(differences) > 4 else "")
         raise CheckpointMismatch(f"checkpoint {name} was written with other settings ({shown}): "

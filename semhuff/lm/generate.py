@@ -52,9 +52,9 @@ class TextScore:
 def score_text(model: torch.nn.Module, ids, batch: int = 10, bptt: int = 20,
                precision: str = "fp32") -> TextScore:
     """Perplexity of ``ids`` (word ids of the model's vocabulary) under ``model``: exactly
-    ``semhuff.lm.trainer.evaluate(model, ids, batch, bptt, precision)``'s figures, and
+    ``semhuff.lm.evaluation.evaluate(model, ids, batch, bptt, precision)``'s figures, and
     tokens/s."""
-    from .trainer import evaluate
+    from .evaluation import evaluate
     ids = _check_ids(ids, _vocab_size(model), "ids")
     if len(ids) < 2:
         raise OptionError(f"the text has {len(ids)} token(s): at least 2 are needed to score "

@@ -1,11 +1,11 @@
-"""A decoder-only Transformer language model over any ``semhuff.lm`` output layer (issue 35,
-``semhuff-lm --arch transformer``): token embedding (+ a projection when ``emb != hidden``) +
+"""A decoder-only Transformer language model over any ``semhuff.lm`` output layer
+(``semhuff-lm --arch transformer``): token embedding (+ a projection when ``emb != hidden``) +
 learned positions -> ``layers`` pre-LayerNorm blocks (``torch.nn.TransformerEncoderLayer``,
 ``norm_first=True``, causal self-attention, GELU, feed-forward 4 x width) -> a final LayerNorm
 -> dropout -> the output layer, the thing compared.
 
-It has ``LSTMLanguageModel``'s interface, so the trainer, ``evaluate`` and the generators take
-it as they are: ``hidden(ids, state=None) -> (outputs (batch, time, hidden), None)`` and
+It has ``networks.LanguageModel``'s interface, so the trainer, ``evaluate`` and the generators
+take it as they are: ``hidden(ids, state=None) -> (outputs (batch, time, hidden), None)`` and
 ``forward(ids, targets, state=None) -> (the output layer's LayerOutput, None)``.
 
 Its "state" is always None: no memory is carried from one batch to the next. The trainer cuts
@@ -37,7 +37,7 @@ class TransformerLanguageModel(nn.Module):
     dropout=0.0, max_len=512, sparse_embedding=True)``: ``hidden`` is the model's width
     (``heads`` must divide it), ``max_len`` the longest window it takes (the learned positions'
     number). ``sparse_embedding``: the token embedding's gradient as a sparse tensor (Adagrad /
-    SGD take it), as in ``LSTMLanguageModel``; the positions' gradient is dense."""
+    SGD take it), as in ``RecurrentLanguageModel``; the positions' gradient is dense."""
 
     # the settings this network takes beyond (emb, hidden, dropout), declared once for the
     # trainer's and semhuff-lm's option handling
@@ -79,7 +79,7 @@ class TransformerLanguageModel(nn.Module):
         self.norm = nn.LayerNorm(hidden)  # pre-LN blocks leave the residual stream un-normed
         self.dropout = nn.Dropout(dropout)
         self.output = output
-        nn.init.uniform_(self.embedding.weight, -0.1, 0.1)  # as LSTMLanguageModel
+        nn.init.uniform_(self.embedding.weight, -0.1, 0.1)  # as RecurrentLanguageModel
         nn.init.normal_(self.position.weight, std=0.02)
 
     def hidden(self, ids: torch.Tensor, state=None):
