@@ -150,7 +150,7 @@ def add_plugin_option(parser: argparse.ArgumentParser) -> None:
 
 class _DeprecatedSpelling(argparse.Action):
     """An old spelling of an option, hidden from --help: it does what the new one does after a
-    one-line note on stderr (issue 48: one vocabulary of flag names across the scripts)."""
+    one-line note on stderr (one vocabulary of flag names across the scripts)."""
 
     def __init__(self, option_strings, dest, target: argparse.Action, new: str, **kwargs):
         super().__init__(option_strings, dest=target.dest, nargs=target.nargs,
@@ -202,7 +202,7 @@ def deprecated_value(prog: str, flag: str, old: str, new: str,
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
-    """Each option's default shown once (issue 23: "(default 1,000,000) (default: None)"): not
+    """Each option's default shown once (never "(default 1,000,000) (default: None)"): not
     added when the help already says it, nor for an option without one (None), a flag
     (``store_true``, ``-q``/``-v`` counts) or a suppressed default."""
 
@@ -231,8 +231,8 @@ def short_usage(parser: argparse.ArgumentParser) -> str:
 
 def short_errors(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Make ``parser`` (and its sub-commands) answer a usage error with the short usage line,
-    then the error, and where the full help is, exit code 2 (issue 23: 27 lines of usage came
-    before the one line that mattered)."""
+    then the error, and where the full help is, exit code 2 (not 27 lines of usage before the
+    one line that matters)."""
     def error(message, parser=parser):
         parser.exit(2, f"{short_usage(parser)}   (all options: {parser.prog} --help)\n"
                        f"{parser.prog}: error: {message}\n")
@@ -259,9 +259,9 @@ def cli_main(prog: str, build_parser: Callable[[], argparse.ArgumentParser],
 
 def checkpoint_note(path: Optional[str], started: float, continue_with: str,
                     first_comes: str) -> str:
-    """What the line after Ctrl-C / SIGTERM adds about a run's checkpoint (issue 48: it named
-    none): the one kept and ``continue_with`` (how to continue), or that none was written yet
-    (``first_comes``: when the first would have been); ``started``: the run's ``time.time()``."""
+    """What the line after Ctrl-C / SIGTERM adds about a run's checkpoint: the one kept and
+    ``continue_with`` (how to continue), or that none was written yet (``first_comes``: when
+    the first would have been); ``started``: the run's ``time.time()``."""
     if not path:
         return ""
     if not os.path.exists(path):

@@ -100,7 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("-q", "--quiet", action="store_true",
                    help="nothing on stderr but errors: no progress bar, warnings or timing")
     g.add_argument("-v", "--verbose", action="store_true", help="log each step")
-    # former spellings (issue 48: one vocabulary across the console scripts)
+    # former spellings (one vocabulary across the console scripts)
     add_deprecated_spelling(p, "--threads", "--workers")
     if "--analogy-file" in p._option_string_actions:
         add_deprecated_spelling(p, "--analogy", "--analogy-file")
@@ -181,8 +181,8 @@ def main(argv=None) -> int:
 
 class StepLines:
     """The progress where stderr is no terminal (a log, a pipe): a line as each step starts,
-    with the time so far, where tqdm's bar would be one line rewritten in place (issue 48:
-    nothing for two minutes)."""
+    with the time so far, where tqdm's bar would be one line rewritten in place (a
+    log would say nothing for minutes)."""
 
     def __init__(self, total: int):
         self.total, self.n, self.started = total, 0, time.perf_counter()

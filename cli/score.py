@@ -50,7 +50,7 @@ def _run(args) -> int:
     _refuse_torch_file(args.model)
     model = Word2Vec.load(args.model, progress=False)
     report = model.score(resolve_corpus(args.corpus), workers=args.workers)
-    if not report.predictions:  # a perplexity of nan, exit 0, was the answer (issue 48)
+    if not report.predictions:  # not a perplexity of nan and exit 0
         raise CorpusError(nothing_to_score(args.corpus, report))
     print(f"model: {'skip-gram' if model.sg else 'CBOW'}, {model.layer.describe()}, "
           f"window {model.window}, {len(model.vocab):,} words")

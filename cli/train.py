@@ -286,7 +286,7 @@ def _neighbours(model, norms, i: int, topn: int) -> list:
     """gensim's ``most_similar(word, topn)`` for word ``i`` (cosine; itself left out) over the
     model's own array, in numpy (``norms``: its rows' lengths): the copy ``model.wv`` makes,
     gensim's import and its norms' temporary were the last 60 MB of a run's peak memory at
-    147k words (issue 23; docs/performance.md)."""
+    147k words (docs/performance.md)."""
     vectors = model.syn0
     sims = (vectors @ (vectors[i] / norms[i])) / norms
     sims[i] = -np.inf

@@ -124,7 +124,7 @@ def cmd_build(args) -> int:
     check_writable(args.output)
     if args.save_vocab:
         check_writable(args.save_vocab)
-    if args.kind is None:  # semhuff-train's default; this command's was semhuff (issue 48)
+    if args.kind is None:  # semhuff-train's default; this command's was semhuff
         if args.similarity:
             raise SemhuffError("--similarity builds a SemHuff tree with --tree semhuff; the "
                                "default tree is huffman, as in semhuff-train (it was semhuff "
@@ -294,7 +294,7 @@ def build_parser() -> argparse.ArgumentParser:
     clusters.add_argument("--seed", type=int, default=1, help="for --sample")
     clusters.add_argument("--plot", help="write the re-assignment history as a PNG (Fig. 1)")
     clusters.set_defaults(run=cmd_clusters)
-    for command in (build, stats, show, clusters):  # -q / -v after the command too (issue 48)
+    for command in (build, stats, show, clusters):  # -q / -v after the command too
         _verbosity_options(command)
     return parser
 

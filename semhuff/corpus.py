@@ -72,7 +72,7 @@ def list_corpus_files(path: PathLike) -> List[str]:
     path = os.fspath(path)
     if is_url(path):
         return _url_files(path)
-    if path == "-":  # decided (issue 23): a pipe cannot be read twice; say so, never "not found"
+    if path == "-":  # decided: a pipe cannot be read twice; say so, never "not found"
         raise CorpusError("'-' (standard input) cannot be a corpus: it is read more than once "
                           "(the vocabulary, then training); save it to a file first (a file "
                           "named '-' is ./-)")

@@ -28,7 +28,7 @@ def available_cpus() -> int:
 
 
 def thread_count(workers: int) -> int:
-    """``workers`` capped at the CPUs available, with a warning. Decision (issue 23): cap, not
+    """``workers`` capped at the CPUs available, with a warning. Decided: cap, not
     refuse (a setting copied from a larger machine still runs). The kernels never wait on
     anything, so a thread beyond the CPUs only adds contention, and the private copies of the
     hottest rows (``HotRows``: memory per thread, a change averaged over the threads) grow with
@@ -108,7 +108,7 @@ class HotRows:
         """Move the shared rows into the array that also holds every thread's copies, or, when
         they are the first rows of a buffer with room for the copies below them
         (``with_room``), use that buffer: no copy of the shared rows (which doubled the input
-        vectors while training and the output weights while placing them, issue 23)."""
+        vectors while training and the output weights while placing them)."""
         shared = self.shared
         n, h = shared.shape[0], len(self.rows)
         self.weights = room_below(shared, n + self.threads * h)
@@ -240,7 +240,7 @@ class CpuSession:
         if self.HOT_ROWS is None and 2 * len(rows) > self.layer.weights.shape[0]:
             # most of a small layer private (NS's 4,096 rows of a 889-word vocabulary): each
             # thread would train a whole chunk against its own copy of the layer, a chunk-late
-            # sum, not Hogwild. Measured worse (issue 23, gensim's test_parallel: CBOW + NS,
+            # sum, not Hogwild. Measured worse (gensim's test_parallel: CBOW + NS,
             # dim 16, 4 threads: 'palestinian' 1st-15th among 'israeli''s neighbours over 6
             # seeds, 1st-2nd with every row shared); a small layer is all hot anyway
             return None

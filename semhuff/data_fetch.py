@@ -1,6 +1,6 @@
 """Getting the data folder: every file of the manifest from its public source, checked.
 
-``semhuff-data fetch [NAME ...]`` (issue 48: evaluation sets beyond gensim's copies, WordNet, the
+``semhuff-data fetch [NAME ...]`` (evaluation sets beyond gensim's copies, WordNet, the
 POS corpora were found through ``$SEMHUFF_DATA`` / ``shared/data``, but nothing downloaded them or
 said where from). Each manifest row (``data/manifest.csv``) names its file's URLs: a file itself
 (GitHub raw at a pinned commit) or ``URL#MEMBER``, a member of an archive (WordNet and the

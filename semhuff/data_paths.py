@@ -2,8 +2,8 @@
 
 Data sets are never copied into the repository (its ``data/`` folder holds only the manifest and
 the README that says all of this). The data root is found the same way for an editable install,
-``pip install .`` or a checkout on ``PYTHONPATH`` (issue 23.8: a non-editable install used to look
-in ``<venv>/lib/python3.X/shared/data``):
+``pip install .`` or a checkout on ``PYTHONPATH`` (a non-editable install used to look in
+``<venv>/lib/python3.X/shared/data``):
 
 1. ``$SEMHUFF_DATA`` when set: the only place looked at, used even if it does not exist (an
    explicit choice is never second-guessed; the messages then say it is missing);

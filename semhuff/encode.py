@@ -52,7 +52,7 @@ def _encode(tokens, ends, get) -> Chunk:
 def _chunks(sentences, vocab, chunk_words: int, **fast) -> Iterator[Chunk]:
     """``sentences`` as chunks of ids: tokenised in compiled code where the corpus allows it
     (``fastscan``), with the same chunks as the Python path. ``vocab``: a ``Vocab`` (its
-    word -> id dict is then built only for the Python path: 7.6 MiB at 147k words, issue 23)
+    word -> id dict is then built only for the Python path: 7.6 MiB at 147k words)
     or such a dict."""
     from . import fastscan
     from .corpus import Corpus

@@ -1,5 +1,5 @@
 """Compiled tokenising for corpus files: the vocabulary scan and the first epoch's ids without a
-Python loop over tokens (issue 10: "no Python on the data path").
+Python loop over tokens ("no Python on the data path").
 
 It reads the same files as ``corpus.Corpus`` (plain, gzip, bz2, xz: Python's decompressors, in C)
 in blocks and splits the bytes in Numba with exactly ``str.split()``'s whitespace: ASCII
@@ -516,7 +516,7 @@ class RecordedPart:
     are read (``_scan_parts``), so any number of passes read the same."""
 
     # entries read at a time: 128k (0.5 MiB a block and its renumbered copy) rather than 1M,
-    # which held 8 MiB more at the peak of a 146k-word run with no speed to show for it (issue 23)
+    # which held 8 MiB more at the peak of a 146k-word run with no speed to show for it
     BLOCK = 1 << 17
 
     def __init__(self, entries: Optional[np.ndarray], fh, n: int):

@@ -364,7 +364,7 @@ class Word2Vec:
                              "corpus before doing an online update.")
         if not update and not raw and not dry_run:
             raise VocabError("the corpus has no words: there is no vocabulary to build")
-        if not update and not kept and not dry_run:  # the raw counts' numbers (issue 23.7)
+        if not update and not kept and not dry_run:  # the raw counts' numbers
             raise no_word_kept(raw, self.effective_min_count, trimmed=trim_rule is not None)
         if not dry_run:
             if update:

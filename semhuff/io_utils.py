@@ -194,7 +194,7 @@ def is_stdout(path) -> bool:
 
 
 def _stdout_alias(path) -> str:
-    """``-`` is standard output, as for most Unix tools (issue 23: it wrote a file named ``-``);
+    """``-`` is standard output, as for most Unix tools (it once wrote a file named ``-``);
     ``./-`` still names a file."""
     path = os.fspath(path)
     return "/dev/stdout" if path == "-" else path
@@ -234,7 +234,7 @@ def open_npz(path, what: str = "semhuff model file", error=None):
     """``np.load(path, allow_pickle=False)`` of a ``.npz`` archive, or ``error`` (a SemhuffError
     class; default ``ModelFileError``) in one line saying what the file is instead. numpy's own
     message for a text or pickle file advises ``allow_pickle=True``, which would run code from
-    the file: never shown (issue 23). Its entries are checked as they are read (``CheckedNpz``)."""
+    the file: never shown. Its entries are checked as they are read (``CheckedNpz``)."""
     from .errors import ModelFileError
     error = error or ModelFileError
     name = os.fspath(path)
@@ -269,7 +269,7 @@ _DAMAGE = (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error)
 class CheckedNpz:
     """An open ``.npz`` whose entries are read, and their CRC-32 checked, only when asked for
     (``np.load`` is lazy): a damaged entry is the caller's one-line error too, not zipfile's
-    traceback (issue 48: ``BadZipFile: Bad CRC-32 for file 'syn0.npy'`` under ``--resume``)."""
+    traceback (``BadZipFile: Bad CRC-32 for file 'syn0.npy'`` under ``--resume``)."""
 
     def __init__(self, npz, name: str, what: str, error):
         self._npz, self._name, self._what, self._error = npz, name, what, error

@@ -5,7 +5,7 @@ implementations, and one of them (``numba.np.arraymath``) imports ``scipy.linalg
 see whether ``np.dot`` and friends can call BLAS. No semhuff kernel calls BLAS (the kernels'
 row operations are their own loops), yet a training run paid for it: measured on this project's
 2-core guests, 0.1-0.3 s of serial start-up (SciPy 1.17 pulls in ``numpy.f2py`` there) and
-25 MiB of the process's memory (issues 23 and 24).
+25 MiB of the process's memory (docs/performance.md).
 
 ``skip_blas_probe()`` imports ``numba.np.arraymath`` itself with ``scipy.linalg`` hidden, so
 Numba records "no BLAS" and the import never happens; then it un-hides it, so a later

@@ -1,4 +1,4 @@
-"""The process's heap, for runs that hold large arrays (issue 23: peak memory against gensim).
+"""The process's heap, for runs that hold large arrays (peak memory against gensim).
 
 glibc serves an allocation of more than ``M_MMAP_THRESHOLD`` bytes from its own memory map,
 returned to the OS when freed; smaller ones from the heap, whose freed pages stay counted in the

@@ -269,8 +269,8 @@ class Word2Vec:
         inputs, outputs = self._hot_room()
         # both matrices get room below them for the threads' private copies of their hottest
         # rows (cpu_session.HotRows), which is never written until then: with it, training
-        # with two or more threads copies neither matrix (issue 23: the input vectors were
-        # doubled while training). The random start is the same numbers as without.
+        # with two or more threads copies neither matrix (the input vectors were once doubled
+        # while training). The random start is the same numbers as without.
         self.syn0 = np.empty((V + inputs, D), dtype=np.float32)[:V]
         rng.random(dtype=np.float32, out=self.syn0)
         self.syn0 -= np.float32(0.5)

@@ -117,7 +117,7 @@ class _FirstCompileNotice(event.Listener):
     """Logs once a process, when Numba starts compiling one of semhuff's functions (a cache
     miss: a kernel loaded from the disk cache fires no compile event), that the wait is the
     first run's only: the Python API's first ``Word2Vec(...)`` took 13.3 s against gensim's
-    2.3 s, saying nothing (issue 48). A warning, so that a script with no logging set up shows
+    2.3 s, saying nothing. A warning, so that a script with no logging set up shows
     it (semhuff's logger has only a NullHandler then: through Python's last-resort handler);
     the console scripts show it with -v only (their summary gives the compile time)."""
 
@@ -165,7 +165,7 @@ def compile_seconds() -> float:
     """Seconds this process has spent in Numba compilations so far (cache misses only: a kernel
     loaded from the disk cache costs no compile time). A run's set-up compiles the vocabulary
     scanner the first time a configuration is used (seconds, once): timings subtract this to
-    say so (issue 23: a cold run's 4.5 s "vocabulary_and_setup" was unexplained)."""
+    say so (a cold run's 4.5 s "vocabulary_and_setup" was unexplained)."""
     global _COMPILE_TIMER
     if _COMPILE_TIMER is None:
         _COMPILE_TIMER = event.TimingListener()

@@ -380,7 +380,7 @@ class TrainingRun:
     @property
     def keep_prob(self) -> np.ndarray:
         """The down-sampling keep probability by word id: made when asked (at the start, for
-        hooks, at each epoch's end), not held through the run (V float64s; issue 23)."""
+        hooks, at each epoch's end), not held through the run (V float64s)."""
         return self.plan.keep_thr.astype(np.float64) / 2.0 ** 32
 
     # -- hooks ------------------------------------------------------------------------------------
@@ -429,7 +429,7 @@ class TrainingRun:
         digest, number = 0, -1
         # chunks in memory: these, one a worker, one waiting for the first free worker
         # (``run_chunks``); each is 0.4 MB, and twice as many were 2 MiB of a large run's peak
-        # for no speed (issue 23)
+        # for no speed
         chunks = prefetch(self.source.epoch(), self.session.concurrency)
         for number, chunk in enumerate(chunks):
             if skip is not None and number <= skip.chunk:

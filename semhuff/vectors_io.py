@@ -7,7 +7,7 @@ without the ``count dims`` header line, as GloVe writes it; ``.gz`` / ``.bz2`` c
 Reading tells the format by content: a zip (npz) or pickle signature, else raw floats after the
 word2vec header (binary) or text; the extension only decides what the content cannot (a word2vec
 header with nothing after it). A text file with the ``count dim`` header line is read as
-strictly as gensim reads it (issue 23.9): a count that disagrees with the rows, or a row that is
+strictly as gensim reads it: a count that disagrees with the rows, or a row that is
 not a word and ``dim`` numbers, is a ``VectorsError`` naming the line. A file without the header
 (GloVe) is read tolerantly: malformed lines and lines of another dimension than the first row's
 (GloVe's own releases have a few: words with spaces) are skipped, counted in a ``LoadReport`` and
@@ -39,7 +39,7 @@ _EXTENSIONS = {".npz": "npz", ".kv": "kv", ".txt": "text", ".vec": "text", ".bin
 #: what ``read_vectors`` reads (``auto``: ``detect_format``; ``gensim`` is read as ``kv``: the
 #: loader takes a whole gensim model's vectors)
 READ_FORMATS = ("auto", "text", "binary", "kv", "gensim", "npz")
-#: former names of formats, still read: ``model`` was ``npz``'s name for writing (issue 48)
+#: former names of formats, still read: ``model`` was ``npz``'s name for writing
 FORMAT_ALIASES = {"model": "npz"}
 _COMPRESSED = (".gz", ".bz2")
 

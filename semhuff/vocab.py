@@ -71,7 +71,7 @@ SAMPLE_RANGE = "1e-5 .. 1e-2 are usual, 0 disables"
 def check_sample(sample) -> float:
     """``sample`` as word2vec.c reads it, a share of the corpus in [0, 1); else an error. A
     value >= 1 is refused, not read as a count: read as a share it would keep almost no
-    frequent word, and the silent count reading (gensim's) surprised users (issue 23)."""
+    frequent word, and the silent count reading (gensim's) surprised users."""
     ok = isinstance(sample, (int, float, np.integer, np.floating)) and not isinstance(sample, bool)
     if not ok or not np.isfinite(sample) or not 0 <= sample < 1:
         raise OptionError(f"sample is word2vec's down-sampling threshold, a fraction of the "
@@ -101,7 +101,7 @@ def keep_probability(counts, threshold: float) -> np.ndarray:
 
 def check_max_final_vocab(max_final_vocab: Optional[int]) -> None:
     """``max_final_vocab`` keeps the N most frequent words: N = 0 keeps none, an error of its
-    own (it used to read "no word reaches min_count=5 ...", issue 23.7). gensim accepts 0 and
+    own (it used to read "no word reaches min_count=5 ..."). gensim accepts 0 and
     then fails at train() ("you must first build vocabulary")."""
     if max_final_vocab is not None and max_final_vocab < 1:
         raise OptionError(f"max_final_vocab (--max-final-vocab) must be >= 1: it is the number "
@@ -110,7 +110,7 @@ def check_max_final_vocab(max_final_vocab: Optional[int]) -> None:
 
 def no_word_kept(counts: Mapping[str, int], min_count: int, trimmed: bool = False) -> VocabError:
     """The error for a vocabulary left empty, with the numbers of the *raw* counts (the drop-in
-    filters gensim's way first and must not report its filtered, empty counts: issue 23.7);
+    filters gensim's way first and must not report its filtered, empty counts);
     ``trimmed``: a ``trim_rule`` took part."""
     most = max(counts.values()) if counts else 0
     if trimmed and most >= min_count:
@@ -144,7 +144,7 @@ class Vocab:
     def index(self) -> Dict[str, int]:
         """word -> id, built on first use and kept. A training run on files never needs it
         (the compiled tokeniser has its own table; ``find`` serves a few lookups): at 147k
-        words it held 7.6 MiB through training, at the run's peak (issue 23)."""
+        words it held 7.6 MiB through training, at the run's peak."""
         if self._index is None:
             self._index = {w: i for i, w in enumerate(self.words)}
         return self._index

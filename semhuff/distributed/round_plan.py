@@ -2,7 +2,7 @@
 against its training, short enough that a run has a handful of rounds at least.
 
 A run of one or two rounds gives near-random vectors: every worker trains its part of the corpus
-from the same start alone, and their independent solutions are averaged once (issue 48: a 2 MB
+from the same start alone, and their independent solutions are averaged once (a 2 MB
 corpus on ``local:2`` trained in one round of the default 1,000,000 words; MTurk -0.06 against
 0.34 on one machine, and 0.38 with rounds of 50,000 words). So the default round length is
 1,000,000 words, or shorter so that the longest shard trains in ``MIN_ROUNDS`` rounds; a round

@@ -214,8 +214,8 @@ def observe_tree(inputs, rows, k, w, syn1, q, lam, top_row, top_child, D):
 # The training step is HS's own (``hs.centre`` / ``hs.predict``: the paired walk, the orders, the
 # private hot rows); the loop only draws, per centre, whether it is sampled, and keeps a sampled
 # centre's context rows (``pick``); after the sentence the statistic is gathered from them
-# (``observe_picked``). Calling ``observe_tree`` inside the centre loop, as the body did before
-# issue 38, made the whole step 12-28% slower even on centres not sampled (docs/performance.md).
+# (``observe_picked``). Calling ``observe_tree`` inside the centre loop, as the body once did,
+# made the whole step 12-28% slower even on centres not sampled (docs/performance.md).
 
 
 @numba.njit(inline="always", nogil=True)

@@ -53,7 +53,7 @@ class HierarchicalSoftmax(OutputLayer):
     # the largest table of mapped paths a thread gets (thread_args): 8 MiB holds the paths of
     # 80k words 25 deep (the shared corpus at min_count 5: 56k words, 22 deep, 5 MB). Past it
     # the kernel maps each centre's path: 4% slower, but a large vocabulary's tables were the
-    # largest memory cost after the weights (146k words at min_count 1: 15 MiB a thread; issue 23)
+    # largest memory cost after the weights (146k words at min_count 1: 15 MiB a thread)
     THREAD_PATH_BYTES = 8 << 20
 
     def hot_row_count(self, total_words):
@@ -118,7 +118,7 @@ class HierarchicalSoftmax(OutputLayer):
         counts = np.asarray(counts, np.float64)
         traffic = np.zeros(self.n_rows(t.n_words))
         # level by level: temporaries of one column, not of every path node (the whole-table
-        # masks took 60 MB at 200k words, at training's peak; issue 23); integer sums: exact
+        # masks took 60 MB at 200k words, at training's peak); integer sums: exact
         for d in range(t.points.shape[1]):
             deep = t.lengths > d
             traffic += np.bincount(t.points[deep, d], weights=counts[deep],

@@ -1,7 +1,7 @@
 """Negative sampling: the baseline both papers compare against.
 
 ``ns_order`` (skip-gram only) says how a centre's contexts meet their noise words:
-"batched" (the default since issue 24): one draw of ``negative`` noise words per centre, shared
+"batched" (the default): one draw of ``negative`` noise words per centre, shared
 by its contexts, each output row updated once with all their gradients (HogBatch, Ji et al.
 2016; ``kernels/ns.py``), 1.7x faster kernels at the same quality (docs/performance.md,
 "Negative sampling, batched"); "word2vec": fresh noise words for every context, word2vec.c's
@@ -98,7 +98,7 @@ class NegativeSampling(OutputLayer):
     def hot_rows(self, counts, n):
         """The ``n`` most frequent words: the most drawn noise words and the most predicted
         targets, whose rows every thread writes all the time."""
-        # a copy: the slice would keep the whole V-long argsort alive for the run (issue 23)
+        # a copy: the slice would keep the whole V-long argsort alive for the run
         return np.argsort(-np.asarray(counts), kind="stable")[:n].copy()
 
     def config(self):

@@ -179,8 +179,8 @@ class SelfOrganizedHS(ClusterDiagnostics, HierarchicalSoftmax):
         self._use_tree(tree, depth)
         # the hook's next call comes at the first chunk boundary past the next multiple of K; past
         # reassign_until it re-assigns no more (``ReassignHook.on_words``): stop sampling (what
-        # q gathered after it would serve no re-assignment of this call; issue 38: the
-        # statistic was a quarter of the step's time)
+        # q gathered after it would serve no re-assignment of this call; the statistic was a
+        # quarter of the step's time)
         if o.every and context.total_words:  # (a call outside train() plans no run)
             following = (context.words_done // o.every + 1) * o.every
             self.gathering = following / context.total_words <= o.reassign_until

@@ -140,7 +140,7 @@ class Tree:
 def load_tree_file(path: str, vocab_path: Optional[str] = None) -> Tuple[Tree, Optional[Vocab]]:
     """The validated tree of a tree file and, when stored with it (or given as a vocabulary
     file, which wins), its vocabulary. A model file (``Word2Vec.save``) gives its output
-    layer's tree and its vocabulary (issue 23: ``semhuff-tree stats model.npz`` refused it)."""
+    layer's tree and its vocabulary (``semhuff-tree stats model.npz`` takes one)."""
     try:
         with open_npz(path, "tree file (or model file)", TreeError) as data:
             if "tree_parent" not in data.files and "meta" in data.files:

@@ -39,7 +39,7 @@ cluster perplexity and moves fewer words (docs/self_organized.md has the measure
 its length, ``auto_reassign_every``: ``AUTO_REASSIGNMENTS`` re-assignments within the share of
 the call that re-assigns (``reassign_until``), at most ``DEFAULT_REASSIGN_EVERY`` words apart
 (the fixed default before, kept for long runs: the measurements in docs/self_organized.md
-used it). A fixed K gave a short run on a small corpus no re-assignment at all (issue 23).
+used it). A fixed K gave a short run on a small corpus no re-assignment at all.
 Re-assignments run between chunks (100,000 tokens by default), so a K below a chunk's words
 has that ``train()`` call's chunks cut to K/2 words (``ReassignHook.max_chunk_words``, at
 least ``MIN_CHUNK_WORDS``): a small corpus (gensim's lee, 46k words an epoch: one chunk an epoch)

@@ -2,18 +2,18 @@
 gradient of the output weights.
 
 For a batch of targets, every (token, path node) pair needs one dot product ``h[n] . W[row]``.
-Measured at V = 50k, D = 512, 2,560 tokens, 2 CPU threads (eval/bench/lm_layers.py): the
-plain autograd form (gather the padded (N, depth, D) rows, one bmm, dense weight gradient) is
-dominated not by arithmetic but by memory: the gathered rows (100 MB), the outer products of
-the weight gradient (another (N, depth, D)) and the fresh zero-filled (V, D) gradient, each
-paying page faults on first touch. ``PathScores`` avoids all three:
+The plain autograd form (gather the padded (N, depth, D) rows, one bmm, dense weight gradient)
+is dominated not by arithmetic but by memory: the gathered rows, the outer products of the
+weight gradient (another (N, depth, D)) and the fresh zero-filled (V, D) gradient, each paying
+page faults on first touch (docs/lm.md, "Speed of the layers alone"). ``PathScores`` avoids all
+three:
 
-* forward: tokens grouped by path length, so the gathered rows are not padded (57 MB instead
-  of 100 MB at Huffman depths), gathered into a workspace reused from call to call; one bmm
-  per length (a loop over the distinct lengths, ~20, never over nodes);
+* forward: tokens grouped by path length, so the gathered rows are not padded, gathered into a
+  workspace reused from call to call; one bmm per length (a loop over the distinct lengths,
+  ~20, never over nodes);
 * backward, input: ``embedding_bag(rows, W, per_sample_weights=dL/ds)`` sums the weighted rows
   without materialising them;
-* backward, weights: only the U rows the batch touched (~5k of 50k) get a gradient, computed as
+* backward, weights: only the U rows the batch touched get a gradient, computed as
   one sparse (U x N) by dense (N x D) product; returned as a sparse gradient (``sparse=True``,
   for SGD / Adagrad / SparseAdam, which then also update only those rows) or scattered into a
   dense one (any optimizer).
@@ -36,15 +36,8 @@ graph. So ``PathBatch.gather`` has a second, static form, with paths padded to t
   in the static form behind ``torch.compiler.disable``: one graph break, there.
 
 CPU eager keeps the bucketed form (``BUCKETS_ON_CPU``): on the CPU a read-back costs nothing
-but the Python, and the static form does the padding's arithmetic (Huffman at V 50k: depth up
-to 19, ~12 on average over tokens). Measured side by side in one run (26 Nov 2026, Zipf
-vocabulary, Huffman tree, 2,560 tokens, 1 thread, CPU time of the process, medians of 11-21:
-the machine was loaded 5-20 deep by other work, so wall times were noise), forward + backward:
-
-    V 20k, D 128:  bucketed  8.8 ms sparse / 9.9 ms dense;  static  16.7 / 11.4 ms
-    V 50k, D 512:  bucketed 27.7 ms sparse / 64.1 ms dense;  static 109.7 / 161.9 ms
-
-(the static sparse gradient stores the N L outer products; the bucketed one sums per row).
+but the Python, and the static form does the padding's arithmetic and (sparse) stores the N L
+outer products: it measured 1.2-4x slower (docs/lm.md).
 
 Mixed precision: scores are added up in float32 for bfloat16 / float16 inputs (``compute_dtype``;
 autocast is off inside), gradients come back in the inputs' dtypes; the generic sparse product
@@ -52,14 +45,8 @@ of ``paths_log_prob`` runs in float32 (the CPU's sparse CSR product has no bfloa
 
 The whole distribution (``log_prob``): ``LeafPaths`` walks the tree top-down a level at a
 time, O(V N), where the sparse path-matrix product (``leaf_matrix``, kept as the reference and
-for the self-organizing layer's cluster paths) costs O(V N depth). 256 rows, 1 thread, CPU
-time, the least of 23 interleaved runs (medians wandered 0.85-2.8x with the machine's load):
-
-    V 20k, D 128:  top-down 27.6 ms, sparse product 115.3 ms, adaptive softmax 15.9 ms (1.7x)
-    V 50k, D 512:  top-down 182.2 ms, sparse product 437.4 ms, adaptive softmax 101.9 ms (1.8x)
-
-Most of it is the (V x D) by (D x N) product (153 ms of the 182), which has ~6x the adaptive
-softmax's multiply-adds at D 512 (its tails are projected down to D/4 and D/16).
+for the self-organizing layer's cluster paths) costs O(V N depth); most of its time is the
+(V x D) by (D x N) product of every inner node's score (docs/lm.md).
 """
 from __future__ import annotations
 
@@ -163,6 +150,11 @@ def path_scores(h: torch.Tensor, weight: torch.Tensor, batch: PathBatch, sparse:
                 workspace: Optional[Workspace] = None) -> torch.Tensor:
     """(N, L): ``h[n] . weight[batch.rows[n, l]]``, 0 past each path's end, added up in
     ``compute_dtype`` (float32 for half-precision inputs; autocast has no say)."""
+    if h.shape[0] == 0 and not _compiling():
+        # an empty batch: no score, nothing to gather (embedding_bag takes no empty bag, a
+        # Triton grid no zero size); h's gradient is its zero, the weight gets none
+        zero = (h.sum() * 0).to(compute_dtype(h.dtype, weight.dtype))
+        return zero.expand(0, batch.rows.shape[1])
     if _compiling():
         if sparse:  # inductor makes no sparse tensors: the eager static form, one graph break
             return _eager_static(h, weight, batch.rows, batch.valid)

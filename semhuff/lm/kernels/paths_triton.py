@@ -12,7 +12,7 @@ Used automatically by ``path_scores`` for CUDA tensors when Triton is installed 
 torch.compile, which has its own form, and not for float64; ``SEMHUFF_TRITON=0`` turns them
 off: the static torch form runs instead). Tested on the CPU under
 ``TRITON_INTERPRET=1`` against the torch path (``FORCE`` makes ``path_scores`` take it for CPU
-tensors; tests/test_lm_paths.py). Not yet timed on a GPU.
+tensors; tests/test_lm_paths.py). Their speed on a GPU: docs/lm.md, "On a GPU".
 """
 from __future__ import annotations
 
