@@ -18,6 +18,7 @@ from semhuff.lm.layers.head_tree import HeadTreeSoftmax, head_size  # noqa: E402
 from semhuff.trees import make_tree  # noqa: E402
 from semhuff.trees.clusters import frequency_binning  # noqa: E402
 from semhuff.trees.huffman import build_huffman  # noqa: E402
+from semhuff.trees.organizer import SelfOrganizer  # noqa: E402
 from semhuff.trees.subtrees import frontier, join, restrict, subtree_mass  # noqa: E402
 
 D = 6
@@ -131,6 +132,7 @@ VARIANTS = {
     "class-tree, frequency bins": ("class-tree", dict(cluster_by="frequency")),
     "class-tree, random clusters and a head": ("class-tree", dict(cluster_by="random", head=5,
                                                                   clusters=4)),
+    "organized-tree, as it starts": ("organized-tree", dict(head=5, clusters=6)),
 }
 
 
@@ -319,3 +321,118 @@ def test_class_tree_clusters_are_frequency_bins_with_a_huffman_tree_inside():
             sorted(huffman.lengths.tolist())
     with pytest.raises(OptionError, match="Huffman tree inside each"):
         make_output_layer("class-tree", D, vocab, cluster_by="frequency", tree="random")
+
+
+# -- organized-tree: the tail's clusters learned ------------------------------------------------------
+
+def organized(**settings):
+    settings = dict(dict(head=5, clusters=6, reassign_every=3, freq_budget=0.5), **settings)
+    return randomise(make_output_layer("organized-tree", D, zipf_vocab(80), **settings).double())
+
+
+def train(layer, steps, seed=0, opt=None):
+    opt = opt or torch.optim.Adagrad(layer.parameters(), lr=0.1)
+    g = torch.Generator().manual_seed(seed)
+    done = []
+    for _ in range(steps):
+        h = torch.randn(40, D, dtype=torch.float64, generator=g)
+        t = torch.randint(0, 80, (40,), generator=g)
+        opt.zero_grad()
+        layer(h, t).loss.backward()
+        opt.step()
+        done.append(layer.after_step(opt))
+    return done, opt
+
+
+def test_organized_statistic_is_each_tail_word_s_mean_log2_cluster_probability():
+    layer = organized(reassign_every=100)
+    h, t = batch(40, vocab_size=80)
+    t[:3] = torch.tensor([0, 2, 4])  # head words: no sample
+    layer(h, t)
+    top = layer.top(h).detach().numpy()[:, 5:]
+    x = (top - np.log(np.exp(top).sum(1, keepdims=True))) / math.log(2)
+    for w in range(5, 80):  # by hand, token by token
+        tokens = np.flatnonzero(t.numpy() == w)
+        got = layer.q_sum[w - 5].numpy()
+        assert layer.q_tokens[w - 5] == tokens.size
+        assert np.allclose(got, x[tokens].sum(0), atol=1e-10)
+    assert layer.q_tokens[-1] == np.isin(t.numpy(), range(5)).sum()  # the head's, set aside
+    layer.eval()
+    layer(h, t)
+    assert layer.q_tokens[:-1].sum() == np.sum(t.numpy() >= 5)  # none gathered in eval mode
+
+
+def test_organized_reassignment_is_algorithm_1_on_the_statistic_with_huffman_trees_inside():
+    layer = organized()
+    before = layer.organizer.q.copy()
+    h, t = batch(60, vocab_size=80)
+    layer(h, t)
+    seen = layer.q_tokens[:-1].numpy() > 0
+    mean = layer.q_sum[:-1].numpy() / np.maximum(layer.q_tokens[:-1].numpy(), 1)[:, None]
+    q = before.copy()
+    q[seen] = mean[seen]
+    reference = SelfOrganizer(clusters=6, reassign_every=3, freq_budget=0.5, reassign_until=1.0)
+    reference.start(zipf_vocab(80).counts[5:])
+    reference.q[:] = q
+    reference.reassign(zipf_vocab(80).counts[5:])
+    info = layer.reassign()
+    assert np.array_equal(layer.organizer.cluster_of, reference.cluster_of)
+    assert np.array_equal(layer.entry.numpy()[5:], 5 + reference.cluster_of)
+    assert info["changed_share"] > 0
+    for c in range(6):  # a Huffman tree over each cluster's words, by count
+        words = 5 + np.flatnonzero(reference.cluster_of == c)
+        if words.size > 1:
+            want = sorted(build_huffman(zipf_vocab(80).counts[words]).lengths.tolist())
+            assert sorted(int(layer.tree.lengths[w] - layer.cut[w]) for w in words) == want
+    assert float(layer.weight.detach().abs().sum()) == 0  # new_rows zero
+    assert float(layer.q_tokens.sum()) == 0  # a new interval
+    h, _ = batch()
+    assert torch.allclose(layer.log_prob(h).exp().sum(1), torch.ones(9, dtype=torch.float64))
+
+
+def test_organized_reassigns_every_k_steps_until_frozen_and_carries_rows_if_asked():
+    layer = organized(freeze_after=7)
+    done, _ = train(layer, 10)
+    assert [i + 1 for i, d in enumerate(done) if d] == [3, 6]
+    assert layer.reassignments == 2 and layer.steps == 10
+    carried = organized(new_rows="carried")
+    train(carried, 3)
+    assert float(carried.weight.detach().abs().sum()) > 0
+
+
+def test_organized_state_loads_with_weights_only_after_reassignments():
+    layer = organized()
+    train(layer, 7)
+    buffer = io.BytesIO()
+    torch.save(layer.state_dict(), buffer)
+    buffer.seek(0)
+    fresh = organized(seed=9)
+    fresh.load_state_dict(torch.load(buffer, weights_only=True))
+    h, t = batch(vocab_size=80)
+    assert torch.equal(fresh.log_prob(h), layer.log_prob(h))
+    assert fresh.steps == 7 and fresh.reassignments == 2
+    assert np.array_equal(fresh.organizer.cluster_of, layer.organizer.cluster_of)
+    assert np.array_equal(fresh.organizer.q, layer.organizer.q)
+    train(fresh, 2, seed=3)  # and trains on: the next re-assignment at step 9
+    assert fresh.reassignments == 3
+
+
+def test_an_entry_without_words_gets_no_probability():
+    tree = make_tree("huffman", zipf_vocab(8))
+    # entries 0 and 1 (the two halves under the root), entry 2 empty
+    halves = np.array([tree.codes[w, 0] for w in range(8)], np.int64)
+    layer = randomise(HeadTreeSoftmax(D, tree, entry=halves, cut=np.ones(8, np.int64),
+                                      n_entries=3).double())
+    h, t = batch(vocab_size=8)
+    lp = layer.log_prob(h)
+    assert torch.allclose(lp.exp().sum(1), torch.ones(9, dtype=torch.float64))
+    top = torch.log_softmax(layer.top(h)[:, :2], dim=1)  # as if entry 2 were not there
+    assert torch.allclose(lp, top[:, halves] + torch.as_tensor(dense_log_prob(layer, h)
+                                                              - dense_log_prob_top(layer, h)))
+    assert torch.allclose(layer(h, t).output, lp[torch.arange(9), t])
+
+
+def dense_log_prob_top(layer, h):
+    """The top's part of ``dense_log_prob`` (every entry, unmasked)."""
+    top = torch.log_softmax(layer.top(h).double(), dim=1).detach().numpy()
+    return top[:, layer.entry.numpy()]

@@ -19,7 +19,8 @@ from ...options import Option
 from ...trees.clusters import CLUSTERS, check_clusters, cluster_tree, word_clusters
 from ...trees.spec import SIMILARITY, TREE
 from .base import LOSS_OPTIONS, SPARSE
-from .head_tree import HEAD, TOP_BIAS, HeadTreeSoftmax, head_size, head_structure
+from .head_tree import (HEAD, TOP_BIAS, HeadTreeSoftmax, head_and_tail, head_size,
+                        head_structure)
 from .tree import tree_for
 
 CLUSTER_BY = Option("cluster_by", str, "tree", "the clusters of class-tree: the tree's top "
@@ -56,14 +57,20 @@ class ClassTreeSoftmax(HeadTreeSoftmax):
 
 
 def clustered_structure(counts, head: int, n_clusters: int, clustering: str, seed: int):
-    """(tree, entry, cut): the ``head`` most frequent words an entry each (0..head-1), the
-    others in ``n_clusters`` clusters (``word_clusters``: frequency bins or random; entries
-    head..), a Huffman tree over each cluster's words below its entry."""
-    order = np.argsort(-counts, kind="stable")
-    heads, tails = order[:head], np.sort(order[head:])
-    cluster_of = np.empty(counts.size, np.int64)
-    cluster_of[heads] = np.arange(head)
+    """``structure_from_clusters`` over ``word_clusters``' clusters of the tail (frequency bins
+    or random)."""
+    tails = head_and_tail(counts, head)[1]
     local, n = word_clusters(clustering, counts[tails], n_clusters, seed)
-    cluster_of[tails] = head + local
-    tree, depth = cluster_tree(cluster_of, counts, head + n, kind=f"{clustering} clusters")
+    return structure_from_clusters(counts, head, local, n, f"{clustering} clusters")
+
+
+def structure_from_clusters(counts, head: int, tail_cluster, n_clusters: int, kind: str):
+    """(tree, entry, cut): the ``head`` most frequent words an entry each (0..head-1), each
+    other word (in id order) in cluster ``tail_cluster[i]`` of ``n_clusters`` (entries head..;
+    a cluster may be empty), a Huffman tree over each cluster's words below its entry."""
+    heads, tails = head_and_tail(counts, head)
+    cluster_of = np.empty(len(counts), np.int64)
+    cluster_of[heads] = np.arange(head)
+    cluster_of[tails] = head + np.asarray(tail_cluster, np.int64)
+    tree, depth = cluster_tree(cluster_of, counts, head + n_clusters, kind=kind)
     return tree, cluster_of, depth.astype(np.int64)

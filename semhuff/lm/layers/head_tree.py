@@ -27,6 +27,7 @@ and ~log2(tail subtree) rows for a tail token only.
 """
 from __future__ import annotations
 
+import math
 from typing import Optional, Tuple
 
 import numpy as np
@@ -79,6 +80,13 @@ def head_size(counts, head: Optional[int], coverage: Optional[float]) -> int:
     return head
 
 
+def head_and_tail(counts, head: int):
+    """(the ``head`` most frequent word ids, most frequent first, ties by id; the others in id
+    order)."""
+    order = np.argsort(-np.asarray(counts), kind="stable")
+    return order[:head], np.sort(order[head:])
+
+
 def head_structure(tree: Tree, counts, head: int, tail_entries: int
                    ) -> Tuple[Tree, np.ndarray, np.ndarray]:
     """(the layer's tree over all words, each word's top entry, each word's cut): the ``head``
@@ -87,8 +95,7 @@ def head_structure(tree: Tree, counts, head: int, tail_entries: int
     head..)."""
     counts = np.asarray(counts, np.int64)
     V = counts.size
-    order = np.argsort(-counts, kind="stable")
-    heads, tails = order[:head], np.sort(order[head:])
+    heads, tails = head_and_tail(counts, head)
     if not 1 <= tail_entries <= tails.size:
         raise OptionError(f"tail_entries must be in 1..{tails.size:,} (the tail's words), got "
                           f"{tail_entries}")
@@ -108,10 +115,13 @@ def head_structure(tree: Tree, counts, head: int, tail_entries: int
     return joined, entry, cut
 
 
-def check_structure(tree: Tree, entry: np.ndarray, cut: np.ndarray) -> int:
+def check_structure(tree: Tree, entry: np.ndarray, cut: np.ndarray,
+                    n_entries: Optional[int] = None) -> int:
     """The number of entries, or an ``OptionError`` unless the words of each entry are exactly
     the leaves of one node, ``cut`` levels down each of their paths (so that the layer's
-    probabilities sum to 1)."""
+    probabilities sum to 1). ``n_entries``: the top's size, where entries may be empty (a
+    re-assignment can leave a cluster without words: the top masks it); else every entry
+    ``0..entry.max()`` must hold a word."""
     V = tree.n_words
     try:
         tree.validate()
@@ -122,15 +132,18 @@ def check_structure(tree: Tree, entry: np.ndarray, cut: np.ndarray) -> int:
     lengths = tree.lengths.astype(np.int64)
     if entry.min() < 0 or np.any(cut < 0) or np.any(cut > lengths):
         raise OptionError("entries are >= 0 and a word's cut at most its path's length")
-    n = int(entry.max()) + 1
+    n = int(entry.max()) + 1 if n_entries is None else int(n_entries)
+    if entry.max() >= n:
+        raise OptionError(f"entries must be in 0..{n - 1}")
     sizes = np.bincount(entry, minlength=n)
-    if np.any(sizes == 0):
+    if n_entries is None and np.any(sizes == 0):
         raise OptionError(f"entries 0..{n - 1} must each hold a word")
     roots = subtree_roots(tree.parent, lengths.astype(np.int32), cut.astype(np.int32))
     first_root = np.full(n, -1, np.int64)
     first_root[entry[::-1]] = roots[::-1]
     leaves = subtree_mass(tree, np.ones(V))
-    if np.any(roots != first_root[entry]) or np.any(leaves[first_root] != sizes):
+    held = sizes > 0
+    if np.any(roots != first_root[entry]) or np.any(leaves[first_root[held]] != sizes[held]):
         raise OptionError("the words of an entry must be exactly the leaves of one subtree")
     return n
 
@@ -186,8 +199,9 @@ class HeadTreeSoftmax(LMOutputLayer):
                    dtype=dtype, **own)
 
     def __init__(self, in_features: int, tree: Tree, entry, cut, counts=None,
-                 head_words: int = 0, head_bias: bool = False, sparse: bool = False, device=None, dtype=None,
-                 ignore_index: int = -100, reduction: str = "mean"):
+                 head_words: int = 0, n_entries: Optional[int] = None, head_bias: bool = False,
+                 sparse: bool = False, device=None, dtype=None, ignore_index: int = -100,
+                 reduction: str = "mean"):
         super().__init__()
         if not isinstance(tree, Tree):
             raise OptionError(f"tree must be a semhuff.trees.base.Tree, got {type(tree).__name__}")
@@ -195,8 +209,8 @@ class HeadTreeSoftmax(LMOutputLayer):
         self.set_loss(ignore_index, reduction)
         self.sparse = bool(sparse)
         entry, cut = np.asarray(entry, np.int64), np.asarray(cut, np.int64)
-        n_entries = check_structure(tree, entry, cut)
-        self.head_words = int(head_words)  # entries 0..head_words-1: a word each (retree keeps them)
+        n_entries = check_structure(tree, entry, cut, n_entries)
+        self.head_words = int(head_words)  # entries 0..head_words-1, a word each
         kw = dict(device=device, dtype=dtype)
         self.top = nn.Linear(self.in_features, n_entries, bias=bool(head_bias), **kw)
         self.rows = SparseRows(torch.zeros(tree.n_words - 1, self.in_features, **kw), self.sparse)
@@ -224,9 +238,7 @@ class HeadTreeSoftmax(LMOutputLayer):
     # -- the structure ---------------------------------------------------------------------------
     def set_structure(self, tree: Tree, entry, cut) -> None:
         entry, cut = np.asarray(entry, np.int64), np.asarray(cut, np.int64)
-        if check_structure(tree, entry, cut) != self.n_entries:
-            raise OptionError(f"the structure has {int(entry.max()) + 1} entries, the layer's "
-                              f"top {self.n_entries}")
+        check_structure(tree, entry, cut, self.n_entries)
         self.tree = tree
         for name, value in (("tree_parent", tree.parent), ("tree_branch", tree.branch),
                             ("entry", entry), ("cut", cut)):
@@ -242,6 +254,9 @@ class HeadTreeSoftmax(LMOutputLayer):
         self.register_buffer("signs", signs, persistent=False)
         self.register_buffer("lengths", torch.as_tensor(lengths, device=device),
                              persistent=False)
+        empty = np.bincount(entry, minlength=self.n_entries) == 0
+        self.register_buffer("empty", torch.as_tensor(empty, device=device), persistent=False)
+        self._masked = bool(empty.any())
         self._paths = (points, codes, lengths)
         self._cache.clear()
 
@@ -288,8 +303,10 @@ class HeadTreeSoftmax(LMOutputLayer):
 
     # -- probabilities ---------------------------------------------------------------------------
     def _top_logits(self, h):
+        """The top's logits, an entry without words (``n_entries``) masked out."""
         logits = self.top(h)
-        return logits.to(accumulate_dtype(logits.dtype))
+        logits = logits.to(accumulate_dtype(logits.dtype))
+        return logits.masked_fill(self.empty, -math.inf) if self._masked else logits
 
     def path_log_prob(self, h, target) -> torch.Tensor:
         """(N,) log-probability of each target's path below its entry (0 for a head word)."""
