@@ -46,7 +46,8 @@ SETTINGS = {
 # issue 45: a flat head of the most frequent words and the other words in a tree below one (or a
 # few) entries (head-tree), or a flat softmax over clusters with a tree inside each (class-tree):
 # the tree Huffman, SemHuff bootstrapped (-boot), or Huffman re-built after epoch 1 as SemHuff
-# from the LSTM's own embeddings (-self, as semhuff-self); class-tree-frequency: frequency bins
+# from the LSTM's own embeddings (-self, as semhuff-self); class-tree-frequency: frequency bins;
+# organized-tree[-frozen]: self-organized clusters of the tail
 HEAD_TREE_ROWS = ("head-tree", "head-tree-boot", "head-tree-self", "class-tree",
                   "class-tree-boot", "class-tree-self", "class-tree-frequency")
 BOOTSTRAPPED = ("semhuff-boot", "head-tree-boot", "class-tree-boot")  # need skip-gram vectors
@@ -68,6 +69,15 @@ def row_settings(row: str, args, boot_vectors: str):
             dict(cluster_by="frequency") if row.endswith("-frequency") else {}
         return dict(common, output=output, retree_every=int(row.endswith("-self")),
                     layer_options={**tree, **given_options(output, args)})
+    if row.startswith("organized-tree"):  # issue 45: the tail's clusters self-organized, to
+        # the end (rows carried) or in the first epoch only (-frozen; rows from zero)
+        given = given_options("organized-tree", args)
+        if row.endswith("-frozen"):
+            given.setdefault("freeze_after", args.steps_per_epoch)
+        else:
+            given.setdefault("new_rows", "carried")
+        return dict(common, output="organized-tree", layer_options={
+            "reassign_every": args.reassign_every, **given})
     if row.startswith("self-organized"):
         output = row.replace("-frozen", "")
         given = given_options(output, args)
