@@ -40,6 +40,16 @@ def test_each_row_gets_its_options_and_the_shared_settings(tmp_path):
     assert "--loss class --clustering frequency" in calls[2]
 
 
+def test_issue_45_rows(tmp_path):
+    out = tmp_path / "out"
+    (out / "boot").mkdir(parents=True)
+    (out / "boot" / "vectors.bin").write_bytes(b"")  # made once, by the first -boot row
+    done, calls = run(tmp_path, "head-tree-boot", "organized-tree-frozen")
+    assert done.returncode == 0, done.stderr
+    assert f"--loss head-tree --tree semhuff --similarity {out}/boot/vectors.bin" in calls[0]
+    assert "--loss organized-tree --freeze-after 28580 --checkpoint" in calls[1]
+
+
 def test_another_seed_reaches_the_runs(tmp_path):
     done, calls = run(tmp_path, "adaptive", SEED="2")
     assert done.returncode == 0, done.stderr
