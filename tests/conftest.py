@@ -4,6 +4,11 @@ import os
 # numba is imported (numba reads it once): so here, before anything imports semhuff. On a machine
 # with a GPU, ``NUMBA_ENABLE_CUDASIM=0 python -m pytest tests/test_gpu.py`` runs them on the GPU.
 os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
+# OpenMP threads that spin while they wait (libgomp's default) collapse when the cores are
+# busy: pytest-xdist's workers (one per core) each running torch with a thread per core made a
+# tiny LSTM step ~100 ms instead of ~5 (test_a_tiny_lm_learns: 53-150 s against 4 s). Passive
+# waiting must be chosen before torch loads its OpenMP runtime, so here; subprocesses inherit it.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import numpy as np
 import pytest
