@@ -80,7 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     g = p.add_argument_group("model and training (the paper's defaults where they fit)")
     g.add_argument("--emb", type=int, default=256, help="embedding size (default 256)")
     g.add_argument("--hidden", type=int, default=256, help="recurrent layer's size (default 256)")
-    g.add_argument("--arch", "--cell", dest="arch",
+    g.add_argument("--arch", dest="arch",
                    choices=sorted(networks) if registries else None, default="lstm",
                    help="the network: lstm (the self-organized HSM paper), gru (the p-tHSM "
                         "poster), transformer, or one a --plugin registered")
@@ -135,6 +135,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(layer_flags=tuple(option.name for option in flags),
                    network_flags=tuple(option.name for option in arch_flags))
     add_deprecated_spelling(p, "--threads", "--workers")
+    add_deprecated_spelling(p, "--cell", "--arch")  # a Transformer is no recurrent cell
     # semhuff-train's --checkpoint-every is minutes: one unit a flag name across the scripts
     add_deprecated_spelling(p, "--checkpoint-every", "--checkpoint-steps")
     add_deprecated_spelling(p, "--output-model", "-o/--output",

@@ -41,7 +41,8 @@ MEANING = {"--workers": {"workers", "threads"},        # threads the command com
            "--checkpoint-steps": {"checkpoint_steps"}}  # optimizer steps (semhuff-lm)
 OUTPUT_FILE = {"output", "output_model"}  # -o/--output: the file a command writes
 FORMATS = {"auto", "npz", "kv", "gensim", "text", "binary"}
-OLD = ["--threads", "--restrict", "--kind", "--corpus", "--output-model", "--batch", "--analogy"]
+OLD = ["--threads", "--restrict", "--kind", "--corpus", "--output-model", "--batch", "--analogy",
+       "--cell"]
 
 
 def test_a_spelling_means_one_thing_in_every_script():
@@ -102,8 +103,9 @@ def parse_with_note(capsys, parse, argv):
     (lm, ["lee", "--output", "class", "--threads", "2", "--output-model", "m.pt"],
      ["lee", "--loss", "class", "--workers", "2", "-o", "m.pt"],
      lambda a: a.output == "class" and a.threads == 2 and a.output_model == "m.pt"),
-    (lm, ["lee", "--checkpoint-every", "5"], ["lee", "--checkpoint-steps", "5"],
-     lambda a: a.checkpoint_steps == 5),
+    (lm, ["lee", "--checkpoint-every", "5", "--cell", "gru"],
+     ["lee", "--checkpoint-steps", "5", "--arch", "gru"],
+     lambda a: a.checkpoint_steps == 5 and a.arch == "gru"),
     (tree, ["build", "--corpus", "c.txt", "--kind", "random", "-o", "t.npz"],
      ["build", "c.txt", "--tree", "random", "-o", "t.npz"],
      lambda a: a.kind == "random" and list(a.corpus) + list(a.old_corpus) == ["c.txt"]),
