@@ -66,6 +66,7 @@ ARMS = (  # (label, factory name, options, how it runs: see MODES)
     ("head-tree, head 2% of V, sparse", "head-tree", {"sparse": True, "head": 0.02}, ""),
     ("head-tree, head 4% of V, sparse", "head-tree", {"sparse": True, "head": 0.04}, ""),
     ("class-tree (sqrt V clusters), sparse", "class-tree", {"sparse": True}, ""),
+    ("organized-tree (head 2%), sparse", "organized-tree", {"sparse": True}, ""),
     # mixed precision: the input in bfloat16 (as an autocast LSTM's output), the layer run
     # under torch.autocast(bfloat16)
     ("adaptive softmax, autocast bf16", "adaptive", {}, "bf16"),
