@@ -22,6 +22,9 @@ def in_cluster_log_prob(hw, word_weight, target, layer, sparse: bool) -> torch.T
     model compiled): the loop's shapes are the batch's token counts per cluster, so a traced
     loop would recompile every batch."""
     with torch.autocast(hw.device.type, enabled=False):
+        if target.numel() == 0:  # an empty batch: h's gradient its zero, the words' none (a
+            # sparse one of no rows made from NumPy storage could not take the next batch's)
+            return (hw.sum() * 0).to(word_weight.dtype).expand(0)
         if not sparse and triton_wanted(hw, word_weight):
             from .clusters_triton import triton_in_cluster
             # float32 in: fed bfloat16 in a whole LM on a GPU the kernels gave a NaN loss, which

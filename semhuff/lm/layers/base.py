@@ -69,6 +69,12 @@ def flatten(layer: nn.Module, input: torch.Tensor, target: Optional[torch.Tensor
     if input.shape[-1:] != (layer.in_features,):
         raise OptionError(f"input's last dimension must be in_features = {layer.in_features}, "
                           f"got shape {tuple(input.shape)}")
+    if input.dtype == torch.float64:
+        weights = weight_dtype(layer)
+        if weights not in (None, torch.float64):  # as torch's own layers refuse it
+            name = str(weights).replace("torch.", "")
+            raise OptionError(f"the input is float64 and the layer's weights {name}: convert "
+                              f"one (input.to(torch.{name}) or layer.double())")
     flat = input.reshape(-1, layer.in_features)
     if target is None:
         return flat, None
@@ -81,6 +87,14 @@ def flatten(layer: nn.Module, input: torch.Tensor, target: Optional[torch.Tensor
         raise OptionError(f"target's shape {tuple(target.shape)} must be input's without its "
                           f"last dimension, {tuple(input.shape[:-1])}")
     return flat, target.reshape(-1).long()
+
+
+def weight_dtype(layer: nn.Module) -> Optional[torch.dtype]:
+    """The dtype of the layer's first floating-point parameter (None without one)."""
+    for p in layer.parameters():
+        if p.is_floating_point():
+            return p.dtype
+    return None
 
 
 def prepare_targets(layer: nn.Module, target: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:

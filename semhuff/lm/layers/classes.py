@@ -131,6 +131,17 @@ class ClassSoftmax(LMOutputLayer):
                              persistent=False)  # the Triton kernels' (kernels/clusters_triton.py)
         self.starts = starts.tolist()  # Python ints: the per-cluster loop slices with them
         self._table = (None, None)  # generation's padded member table, made when first needed
+        self._clusters_key = self._structure_key()
+
+    def _structure_key(self):
+        return (self.cluster_of._version, self.cluster_of.data_ptr())
+
+    def _sync(self) -> None:
+        """Re-derive the members when ``cluster_of`` was written from outside (an EMA's or any
+        other buffer copy, e.g. ``torch.optim.swa_utils.AveragedModel``'s); not while
+        compiling."""
+        if not torch.compiler.is_compiling() and self._clusters_key != self._structure_key():
+            self._derive()
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
@@ -151,6 +162,7 @@ class ClassSoftmax(LMOutputLayer):
         return torch.log_softmax(logits.masked_fill(self.empty, -math.inf), dim=1)
 
     def cluster_log_prob(self, h, target):
+        self._sync()
         return self._cluster_part(self._project(h)[0], target)[1]
 
     def _cluster_part(self, hc, target) -> Tuple[torch.Tensor, torch.Tensor]:
@@ -167,10 +179,12 @@ class ClassSoftmax(LMOutputLayer):
         return logits, own, within
 
     def target_log_prob(self, h, target, keep=None):
+        self._sync()
         _, own, within = self.parts(h, target)
         return own + within
 
     def full_log_prob(self, h):
+        self._sync()
         hc, hw = self._project(h)
         clusters = self.cluster_log_softmax(hc @ self.cluster_weight.t())
         logits = hw @ self.word_weight.t()
@@ -181,6 +195,7 @@ class ClassSoftmax(LMOutputLayer):
     # -- generation (issue 44: kernels/cluster_search.py) -------------------------------------
     def _generation_parts(self, h):
         """(log P(c | h) (N, C), the words' input (N, D), the padded member table)."""
+        self._sync()
         key = ("members", self.cluster_of.device)
         if self._table[0] != key:
             self._table = (key, member_table(self.cluster_of.cpu().numpy(), self.n_clusters,

@@ -257,7 +257,8 @@ class SelfOrganizedSoftmax(LMOutputLayer):
         in ``accumulate_dtype``, autocast off (the sparse product has no half-precision kernel
         on the CPU)."""
         acc = accumulate_dtype(h.dtype, self.body.weight.dtype)
-        key = ("clusters", h.device, acc)
+        # the clusters as they are now (a buffer copy, e.g. an EMA's, moves the version)
+        key = ("clusters", h.device, acc, self.cluster_of._version, self.cluster_of.data_ptr())
         if key not in self._cache:
             self._cache.clear()
             self._cache[key] = self._cluster_matrix(h.device, acc)
@@ -298,6 +299,8 @@ class SelfOrganizedSoftmax(LMOutputLayer):
         the tokens ``keep_words`` leaves out skipped; sums for the diagnostics over ``keep``.
         Shapes do not depend on the data (no ``unique``): nothing is read back to the host."""
         n_tokens = output.shape[0]
+        if n_tokens == 0:  # an empty batch: nothing to learn, and lam's unit is a batch's tokens
+            return
         self._set_lam(n_tokens)
         own, output = torch.where(keep, own, 0), torch.where(keep, output, 0)
         self.sums += torch.stack([-own.sum(), -(output - own).sum(),
@@ -450,13 +453,16 @@ class SelfOrganizedSoftmax(LMOutputLayer):
 
     # -- state -------------------------------------------------------------------------------------
     def get_extra_state(self):
+        # plain ints and a tensor: torch.load(weights_only=True) reads them (a NumPy array not)
         return {"steps": self.steps, "tokens": self.tokens, "reassignments": self.reassignments,
-                "history": self.organizer.history.copy()}
+                "history": torch.as_tensor(np.array(self.organizer.history, np.float64))}
 
     def set_extra_state(self, state):
         self.steps, self.tokens = int(state["steps"]), int(state["tokens"])
         self.reassignments = int(state["reassignments"])
-        self.organizer.history = np.asarray(state["history"], np.float64)
+        history = state["history"]  # a tensor, or a NumPy array in files from before issue 44
+        self.organizer.history = np.array(history.cpu() if torch.is_tensor(history) else history,
+                                          np.float64)
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)

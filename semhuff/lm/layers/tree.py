@@ -132,16 +132,69 @@ class TreeSoftmax(LMOutputLayer):
             raise OptionError(f"not a usable tree: {exc}") from None
         if tree.n_words != self.n_classes:
             raise OptionError(f"the tree has {tree.n_words:,} leaves, the layer {self.n_classes:,}")
-        self.tree = tree
-        device = self.weight.device
         self.tree_parent.copy_(torch.as_tensor(tree.parent.astype(np.int64)))
         self.tree_branch.copy_(torch.as_tensor(tree.branch))
-        points, signs, lengths = path_buffers(tree, device, self.weight.dtype)
-        # derived from the tree: rebuilt on load, so not saved
-        self.register_buffer("points", points, persistent=False)
-        self.register_buffer("signs", signs, persistent=False)
-        self.register_buffer("lengths", lengths, persistent=False)
+        self._adopt(tree)
+
+    def _adopt(self, tree: Tree) -> None:
+        """``tree`` (already in ``tree_parent`` / ``tree_branch``) and what derives from it:
+        each word's padded path (``points``, ``signs``, ``lengths``: plain tensors, not
+        buffers, so that a copy of the buffers, e.g. an EMA's by
+        ``torch.optim.swa_utils.AveragedModel``, never meets paths of another depth; moved by
+        ``_apply``)."""
+        self._tree = tree
+        self._points, self._signs, self._lengths = path_buffers(tree, self.weight.device,
+                                                                self.weight.dtype)
         self._cache.clear()
+        self._tree_key = self._structure_key()
+
+    def _structure_key(self):
+        p, b = self.tree_parent, self.tree_branch
+        return (p._version, b._version, p.data_ptr(), b.data_ptr())
+
+    def _sync(self) -> None:
+        """Re-derive the tree when its buffers were written from outside since (an EMA's or
+        any other buffer copy: their in-place writes move the tensors' version counters). Not
+        while compiling: a compiled graph runs on the tree it was traced with."""
+        if not torch.compiler.is_compiling() and self._tree_key != self._structure_key():
+            tree = Tree(self.tree_parent.cpu().numpy(), self.tree_branch.cpu().numpy(),
+                        kind=self._tree.kind)
+            try:
+                tree.validate()
+            except TreeError as exc:
+                raise OptionError(f"the layer's tree buffers no longer hold a tree ({exc}): "
+                                  f"were they averaged (AveragedModel(use_buffers=True))? Copy "
+                                  f"them (use_buffers=False, the default)") from None
+            self._adopt(tree)
+
+    @property
+    def tree(self) -> Tree:
+        self._sync()
+        return self._tree
+
+    @property
+    def points(self) -> torch.Tensor:
+        """(V, depth) each word's path rows, padded (``kernels.paths.path_buffers``)."""
+        self._sync()
+        return self._points
+
+    @property
+    def signs(self) -> torch.Tensor:
+        self._sync()
+        return self._signs
+
+    @property
+    def lengths(self) -> torch.Tensor:
+        self._sync()
+        return self._lengths
+
+    def _apply(self, fn, *args, **kwargs):
+        super()._apply(fn, *args, **kwargs)  # the paths follow the weight (device, dtype)
+        self._points, self._signs, self._lengths = (fn(self._points), fn(self._signs),
+                                                    fn(self._lengths))
+        self._cache.clear()
+        self._tree_key = self._structure_key()  # the buffers moved, the tree is the same
+        return self
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
@@ -160,7 +213,8 @@ class TreeSoftmax(LMOutputLayer):
     def path_log_probs(self, h: torch.Tensor, target: torch.Tensor):
         """(N, L) log-probability of each node on each target's path (0 past the end) and the
         batch's paths."""
-        batch = PathBatch.gather(self.points, self.signs, self.lengths, target)
+        self._sync()
+        batch = PathBatch.gather(self._points, self._signs, self._lengths, target)
         with torch.autocast(h.device.type, enabled=False):
             scores = path_scores(h.to(self.weight.dtype), self.weight, batch, self.sparse,
                                  self._workspace)
@@ -181,6 +235,7 @@ class TreeSoftmax(LMOutputLayer):
 
     def _derived(self, what: str, make):
         """What ``make(device)`` derives from the tree, kept for the weight's device."""
+        self._sync()
         key = (what, self.weight.device)
         if key not in self._cache:
             for old in [k for k in self._cache if k[0] == what]:
