@@ -15,11 +15,9 @@ out="${OUT:-$root/gpu_out}"; mkdir -p "$out"
 python="${PYTHON:-python3}"
 export PYTHONUNBUFFERED=1
 status=0
-nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null || true
-site="$(mktemp -d)"
-"$python" -m pip install -q --no-deps --no-build-isolation --no-index --target "$site" "$root" \
-    >"$site/install.log" 2>&1 || { echo "install failed:"; tail -5 "$site/install.log"; exit 1; }
-export PYTHONPATH="$site"
+. "$root/eval/bench/gpu_common.sh"
+install_semhuff "$root" "$python" || exit 1
+cd "$site"  # not the checkout: its semhuff/ (without eval/ and cli/) would shadow the install
 if [ "${QUICK:-0}" = 1 ]; then dev=cpu; quick=(--device cpu --quick); else dev=cuda; quick=(); fi
 echo "== correctness"
 timeout 240 "$python" "$root/eval/bench/lm_gpu_correctness.py" --device "$dev" \
@@ -30,21 +28,7 @@ OUT="$out" PYTHON="$python" bash "$root/eval/bench/lm_gpu_check.sh" "${quick[@]}
 echo "== semhuff-lm --device $dev"
 corpus="$site/markov.txt"
 if [ "${QUICK:-0}" = 1 ]; then tokens=60000; else tokens=400000; fi
-"$python" - "$corpus" "$tokens" <<'PY'
-import sys, numpy as np
-rng = np.random.default_rng(0)
-V = 5000
-p = 1.0 / np.arange(1, V + 1)
-nxt = rng.choice(V, size=(V, 4), p=p / p.sum())
-pick = rng.choice(4, size=int(sys.argv[2]), p=[0.55, 0.25, 0.15, 0.05])
-w, words = 0, []
-for k in pick:
-    w = nxt[w, k]
-    words.append(f"w{w}")
-with open(sys.argv[1], "w") as fh:
-    for i in range(0, len(words), 20):
-        fh.write(" ".join(words[i:i + 20]) + "\n")
-PY
+markov_corpus "$python" "$corpus" "$tokens"
 lm() { timeout 120 "$python" -m semhuff.cli.lm "$corpus" \
     --device "$dev" --heldout-chars "$((tokens / 2))" --epochs 1 --no-progress --bptt 35 --batch-size 32 "$@"; }
 lm --arch transformer --layers 2 --heads 4 --emb 256 --hidden 256 --output tree --precision bf16 \

@@ -2,7 +2,7 @@
 # Issue 45's device check, as one command from the checkout's root on a machine with a CUDA GPU
 # (about 4 minutes on an H100):  bash eval/bench/lm_head_tree_gpu.sh   (results under $OUT)
 # 1. the layers alone on the GPU (lm_layers, Zipf counts, V 50k): the adaptive softmax, the tree,
-#    head-tree (head 2% and 4% of V) and class-tree; hidden 512 with batches of 128 x 20 (the CPU
+#    head-tree (head 2% and 4% of V, sparse and dense), class-tree and organized-tree; hidden 512 with batches of 128 x 20 (the CPU
 #    table's sizes) and hidden 1024 with 64 x 128 (docs/lm.md's GPU table's);
 # 2. the same layers on one CPU thread of that machine, which runs nothing else (the issue's
 #    target: head-tree's forward + backward at most half the adaptive softmax's);
@@ -15,13 +15,11 @@ out="${OUT:-$root/gpu_out}"; mkdir -p "$out"
 python="${PYTHON:-python3}"
 export PYTHONUNBUFFERED=1
 status=0
-nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null || true
-site="$(mktemp -d)"
-"$python" -m pip install -q --no-deps --no-build-isolation --no-index --target "$site" "$root" \
-    >"$site/install.log" 2>&1 || { echo "install failed:"; tail -5 "$site/install.log"; exit 1; }
-export PYTHONPATH="$site"
+. "$root/eval/bench/gpu_common.sh"
+install_semhuff "$root" "$python" || exit 1
 cd "$site"  # not the checkout: its semhuff/ (without eval/ and cli/) would shadow the install
-layers=(--zipf --only adaptive tree head-tree class-tree --modes "" --log-prob-rows 256)
+layers=(--zipf --only adaptive tree head-tree class-tree organized-tree --modes ""
+        --log-prob-rows 256 --generation-rows 0)
 if [ "${QUICK:-0}" = 1 ]; then
     dev=cpu; sizes=(--vocab-size 3000 --repeats 2); big=(--hidden 64 --batch 8 --bptt 16)
     tokens=40000; words=500
@@ -31,31 +29,17 @@ else
 fi
 bench() { timeout 200 "$python" -m semhuff.eval.bench.lm_layers "${layers[@]}" "${sizes[@]}" "$@"; }
 echo "== layers on $dev, hidden 512, 128 x 20 tokens"
-bench --device "$dev" --threads 1 --hidden 512 2>&1 | grep -v "^round " | tee "$out/layers_${dev}_h512.txt" \
-    || status=1
+bench --device "$dev" --threads 1 --hidden 512 2>&1 | grep -v "^round " \
+    | tee "$out/layers_${dev}_h512.txt" || status=1
 echo "== layers on $dev, hidden 1024, 64 x 128 tokens"
-bench --device "$dev" --threads 1 "${big[@]}" 2>&1 | grep -v "^round " | tee "$out/layers_${dev}_h1024.txt" \
-    || status=1
+bench --device "$dev" --threads 1 "${big[@]}" 2>&1 | grep -v "^round " \
+    | tee "$out/layers_${dev}_h1024.txt" || status=1
 echo "== layers on one CPU thread, hidden 512, nothing else running"
 bench --device cpu --threads 1 --hidden 512 --only adaptive head-tree 2>&1 | grep -v "^round " \
     | tee "$out/layers_cpu1_h512.txt" || status=1
 echo "== semhuff-lm --device $dev: the whole step"
 corpus="$site/markov.txt"
-"$python" - "$corpus" "$tokens" "$words" <<'PY'
-import sys, numpy as np
-rng = np.random.default_rng(0)
-V = int(sys.argv[3])
-p = 1.0 / np.arange(1, V + 1)
-nxt = rng.choice(V, size=(V, 4), p=p / p.sum())
-pick = rng.choice(4, size=int(sys.argv[2]), p=[0.55, 0.25, 0.15, 0.05])
-w, words = 0, []
-for k in pick:
-    w = nxt[w, k]
-    words.append(f"w{w}")
-with open(sys.argv[1], "w") as fh:
-    for i in range(0, len(words), 20):
-        fh.write(" ".join(words[i:i + 20]) + "\n")
-PY
+markov_corpus "$python" "$corpus" "$tokens" "$words"
 for output in adaptive head-tree; do
     timeout 150 "$python" -m semhuff.cli.lm "$corpus" --device "$dev" \
         --heldout-chars "$((tokens / 2))" --epochs 1 --no-progress --bptt 20 --batch-size 64 \

@@ -65,6 +65,7 @@ ARMS = (  # (label, factory name, options, how it runs: see MODES)
     # head is 4%), the other words in a Huffman tree below one entry
     ("head-tree, head 2% of V, sparse", "head-tree", {"sparse": True, "head": 0.02}, ""),
     ("head-tree, head 4% of V, sparse", "head-tree", {"sparse": True, "head": 0.04}, ""),
+    ("head-tree, head 2% of V, dense", "head-tree", {"sparse": False, "head": 0.02}, ""),
     ("class-tree (sqrt V clusters), sparse", "class-tree", {"sparse": True}, ""),
     ("organized-tree (head 2%), sparse", "organized-tree", {"sparse": True}, ""),
     # mixed precision: the input in bfloat16 (as an autocast LSTM's output), the layer run

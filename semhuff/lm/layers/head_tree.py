@@ -47,7 +47,7 @@ from ..kernels.paths import PathBatch, Workspace, path_buffers, path_matrix, pat
 from ..kernels.precision import accumulate_dtype
 from .base import (LOSS_OPTIONS, SPARSE, Cache, LMOutputLayer, SparseRows, check_sizes,
                    rename_in_state_dict)
-from .tree import carried_rows, tree_for
+from .tree import TreeSoftmax, carried_rows, tree_for
 
 HEAD = Option("head", int, None, "words with an entry of their own in the flat top, the most "
               "frequent (default: 2%% of V for head-tree, see --coverage; none for class-tree)",
@@ -175,16 +175,9 @@ class HeadTreeSoftmax(LMOutputLayer):
         from ...trees import tree_builder_options
         return cls.OPTIONS + tree_builder_options()
 
-    @classmethod
-    def settings_for_state(cls, settings, state):
-        """A state holds the whole structure: the settings that would build a tree are not
-        needed to load it (a SemHuff layer loads without its similarity data); the cheapest
-        tree of the same shape is built instead."""
-        if "tree_parent" not in state:
-            return settings
-        from ...trees import tree_builder_options
-        builders = {o.name for o in tree_builder_options()} | {TREE.name, SIMILARITY.name}
-        return {k: v for k, v in settings.items() if k not in builders}
+    # a state holds the whole structure: the tree layer's rule (no tree builder's settings
+    # needed to load it: a SemHuff layer loads without its similarity data)
+    settings_for_state = classmethod(TreeSoftmax.settings_for_state.__func__)
 
     @classmethod
     def from_vocab(cls, in_features, vocab, *, seed=1, device=None, dtype=None, head=None,
