@@ -205,6 +205,26 @@ def test_not_a_checkpoint_is_a_one_line_model_file_error(saved, tmp_path):
         assert phrase in one_line(err)
 
 
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_a_checkpoint_loaded_onto_a_gpu_restores_the_generators(tmp_path):
+    """``--resume --device cuda`` loads the checkpoint onto the GPU (``map_location``): the
+    generators' states come back as CPU byte tensors all the same (they were refused with
+    "RNG state must be a torch.ByteTensor")."""
+    from semhuff.lm.checkpoint import restore_rng_state
+    torch.cuda.init()
+    torch.manual_seed(5)
+    torch.cuda.manual_seed_all(6)
+    state = capture_rng_state()
+    expected = torch.rand(3), torch.rand(3, device="cuda")
+    torch.save(state, tmp_path / "rng.pt")
+    on_gpu = torch.load(tmp_path / "rng.pt", map_location="cuda", weights_only=False)
+    assert on_gpu["torch"].is_cuda and on_gpu["cuda"] is not None
+    torch.rand(10), torch.rand(10, device="cuda")
+    restore_rng_state(on_gpu)
+    assert torch.equal(torch.rand(3), expected[0])
+    assert torch.equal(torch.rand(3, device="cuda"), expected[1])
+
+
 def test_written_atomically_the_old_checkpoint_survives_a_failed_write(saved, data):
     path, fp, vocab, _ = saved
     before = path.read_bytes()

@@ -134,9 +134,11 @@ def capture_rng_state() -> Dict[str, Any]:
 
 
 def restore_rng_state(state: Dict[str, Any]) -> None:
+    """The generators as ``capture_rng_state`` found them; the states are CPU byte tensors
+    whatever device the checkpoint was loaded onto (``map_location``)."""
     random.setstate(state["python"])
     np.random.set_state(state["numpy"])
-    torch.set_rng_state(state["torch"])
+    torch.set_rng_state(state["torch"].cpu())
     cuda = state.get("cuda")
     if cuda is not None:
         if not torch.cuda.is_available() or torch.cuda.device_count() < len(cuda):
@@ -145,7 +147,7 @@ def restore_rng_state(state: Dict[str, Any]) -> None:
                            len(cuda), torch.cuda.device_count() if torch.cuda.is_available()
                            else 0)
         else:
-            torch.cuda.set_rng_state_all(cuda)
+            torch.cuda.set_rng_state_all([gpu.cpu() for gpu in cuda])
 
 
 # -- writing and reading -----------------------------------------------------------------------
