@@ -154,3 +154,34 @@ def test_averaged_integer_buffers_are_refused_not_used():
     with pytest.raises(OptionError, match="use_buffers=False") as err:
         ema.module.log_prob(torch.randn(2, D))
     assert "\n" not in str(err.value)
+
+
+def test_the_trees_small_step_runs_on_one_thread_and_restores_the_count(monkeypatch):
+    """Under a parallel load every parallel region waits for a descheduled thread: the tree's
+    small forward and backward run on one thread (kernels/threads.py), the count restored."""
+    import semhuff.lm.kernels.paths as paths
+    from semhuff.lm.kernels.threads import GRAIN, threads_for
+    seen = {}
+    real_gather, real_rows = paths.PathBatch.gather, paths.row_gradient
+
+    def gather(*args, **kwargs):
+        seen["forward"] = torch.get_num_threads()
+        return real_gather(*args, **kwargs)
+
+    def rows(*args, **kwargs):
+        seen["backward"] = torch.get_num_threads()
+        return real_rows(*args, **kwargs)
+    monkeypatch.setattr(paths.PathBatch, "gather", staticmethod(gather))
+    monkeypatch.setattr(paths, "row_gradient", rows)
+    layer = build("tree", sparse=True)
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        h = torch.randn(64, D, requires_grad=True)
+        layer(h, torch.randint(0, V, (64,))).loss.backward()
+        assert seen == {"forward": 1, "backward": 1}
+        assert torch.get_num_threads() == 2
+        with threads_for(4 * GRAIN):  # work worth the threads keeps them
+            assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)

@@ -61,6 +61,7 @@ import torch.nn.functional as F
 
 from ...trees.base import Tree
 from .path_gradients import row_gradient, static_row_gradient
+from .threads import threads_for
 
 # CPU eager: paths grouped by length (see above); everywhere else the static form
 BUCKETS_ON_CPU = True
@@ -238,7 +239,8 @@ class PathScores(torch.autograd.Function):
     def forward(ctx, h, weight, batch: PathBatch, sparse: bool, workspace: Workspace):
         ct = compute_dtype(h.dtype, weight.dtype)
         N, L = batch.rows.shape
-        with torch.autocast(h.device.type, enabled=False):
+        with torch.autocast(h.device.type, enabled=False), \
+                threads_for(batch.rows.numel() * weight.shape[1]):
             hc = h.to(ct)
             scores = hc.new_zeros(N, L)
             biggest = max((n * c for n, c in batch.buckets), default=0)
@@ -258,9 +260,34 @@ class PathScores(torch.autograd.Function):
     def backward(ctx, grad):
         h, weight = ctx.saved_tensors
         batch = ctx.batch
-        return _path_backward(ctx, grad, h, weight, batch.rows, batch.valid,
-                              lambda g, hc: row_gradient(batch.rows, batch.valid, g, hc, weight,
-                                                         ctx.sparse))
+        with threads_for(2 * batch.rows.numel() * weight.shape[1]):
+            return _path_backward(ctx, grad, h, weight, batch.rows, batch.valid,
+                                  lambda g, hc: row_gradient(batch.rows, batch.valid, g, hc,
+                                                             weight, ctx.sparse))
+
+
+def signed_log_sigmoid(scores: torch.Tensor, signs: torch.Tensor) -> torch.Tensor:
+    """(N, L) log sigmoid(sign * s) where ``signs`` is not 0, else 0: the path nodes'
+    log-probabilities. On the CPU, eagerly, one autograd function (``SignedLogSigmoid``), its
+    backward under ``threads_for`` (``threads.py``)."""
+    if scores.device.type == "cpu" and not _compiling():
+        return SignedLogSigmoid.apply(scores, signs)
+    return torch.where(signs != 0, F.logsigmoid(scores * signs), 0)
+
+
+class SignedLogSigmoid(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, scores, signs):
+        with threads_for(0):
+            x = scores * signs
+            ctx.save_for_backward(x, signs)
+            return torch.where(signs != 0, F.logsigmoid(x), 0)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, signs = ctx.saved_tensors
+        with threads_for(0):  # d/ds log sigmoid(sign s) = sign sigmoid(-sign s); 0 at padding
+            return grad * signs * torch.sigmoid(-x), None
 
 
 class StaticPathScores(torch.autograd.Function):

@@ -24,8 +24,9 @@ from ...errors import OptionError, TreeError
 from ...trees.base import Tree
 from ...trees.spec import SIMILARITY, TREE, resolve_tree
 from ..kernels.paths import (PathBatch, Workspace, leaf_paths, path_buffers, path_scores,
-                             paths_log_prob)
+                             paths_log_prob, signed_log_sigmoid)
 from ..kernels.precision import accumulate_dtype
+from ..kernels.threads import small_work
 from ..kernels.tree_search import TreeWalk, beam_topk, walk_sample
 from ..kernels.tree_search_numba import best_first_topk, best_first_wanted
 from .base import (LOSS_OPTIONS, SPARSE, Cache, LMOutputLayer, SparseRows, check_sizes,
@@ -214,16 +215,17 @@ class TreeSoftmax(LMOutputLayer):
         """(N, L) log-probability of each node on each target's path (0 past the end) and the
         batch's paths."""
         self._sync()
-        batch = PathBatch.gather(self._points, self._signs, self._lengths, target)
-        with torch.autocast(h.device.type, enabled=False):
-            scores = path_scores(h.to(self.weight.dtype), self.weight, batch, self.sparse,
-                                 self._workspace)
-        scores = scores.to(accumulate_dtype(scores.dtype))
-        return torch.where(batch.valid, F.logsigmoid(scores * batch.signs.to(scores.dtype)),
-                           0), batch
+        with small_work(h, target.numel() * self._points.shape[1] * self.in_features):
+            batch = PathBatch.gather(self._points, self._signs, self._lengths, target)
+            with torch.autocast(h.device.type, enabled=False):
+                scores = path_scores(h.to(self.weight.dtype), self.weight, batch, self.sparse,
+                                     self._workspace)
+            scores = scores.to(accumulate_dtype(scores.dtype))
+            return signed_log_sigmoid(scores, batch.signs.to(scores.dtype)), batch
 
     def target_log_prob(self, h, target, keep=None):
-        return self.path_log_probs(h, target)[0].sum(dim=1)
+        with small_work(h, 0):  # the (N, L) sum too (threads.py)
+            return self.path_log_probs(h, target)[0].sum(dim=1)
 
     def full_log_prob(self, h):
         """Every word's log-probability, in ``accumulate_dtype`` (autocast off: the sparse
