@@ -338,14 +338,15 @@ class HeadTreeSoftmax(LMOutputLayer):
         return [self.weight] if self.sparse else []
 
     def describe(self) -> str:
-        head = self.head_words
         lengths = self._paths[2]
         counts = self.counts.cpu().numpy().astype(np.float64)
-        tail = lengths > 0
-        mean = float((counts[tail] * lengths[tail]).sum() / max(counts[tail].sum(), 1.0))
-        share_ = counts[self.entry.cpu().numpy() < head].sum() / max(counts.sum(), 1.0)
-        return (f"a flat softmax over {head:,} words ({100 * share_:.1f}% of the tokens) and "
-                f"{self.n_entries - head:,} subtrees of a {self.tree.kind} tree over the other "
-                f"words ({self.n_classes:,} in all; a tail token's path {mean:.1f} nodes on "
-                f"average; {'sparse' if self.sparse else 'dense'} row gradient, "
+        entry = self.entry.cpu().numpy()
+        single = (np.bincount(entry, minlength=self.n_entries) == 1)[entry]
+        share_ = counts[single].sum() / max(counts.sum(), 1.0)
+        below = lengths > 0
+        mean = float((counts[below] * lengths[below]).sum() / max(counts[below].sum(), 1.0))
+        return (f"a flat softmax over {self.n_entries:,} entries ({int(single.sum()):,} of them "
+                f"single words, {100 * share_:.1f}% of the tokens; the others subtrees of a "
+                f"{self.tree.kind} tree over {self.n_classes:,} words, {mean:.1f} nodes below "
+                f"the entry on average; {'sparse' if self.sparse else 'dense'} row gradient, "
                 f"{self.in_features} inputs)")
