@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # what a test module imports (or skips without) -> the requirement that brings it
 PROVIDERS = {"torch": "torch", "triton": "torch",  # triton comes with torch's Linux wheels
              "distributed": "dask", "testfixtures": "testfixtures", "numba_cuda": "numba-cuda",
-             "gensim": "gensim", "networkx": "networkx"}
+             "gensim": "gensim", "networkx": "networkx", "transformers": "transformers"}
 # the CuPy backend is the cuda extra's alone: a test of it needs a GPU, so the test extra skips it
 GPU_ONLY = {"cupy"}
 

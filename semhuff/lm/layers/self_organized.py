@@ -364,6 +364,9 @@ class SelfOrganizedSoftmax(LMOutputLayer):
         if self.reduce_across_ranks:
             self.reduce_statistic()
         o = self.organizer
+        # the clusters as the buffers hold them (written from outside too: a loader that sets
+        # buffers without load_state_dict, e.g. Hugging Face's)
+        o.cluster_of = self.cluster_of.cpu().numpy().astype(np.int32)
         o.q[:] = self.q.detach().cpu().numpy().astype(np.float32)
         counts = self.counts.cpu().numpy()
         cluster_nll, in_cluster_nll, n = self.sums.tolist()
@@ -461,8 +464,8 @@ class SelfOrganizedSoftmax(LMOutputLayer):
         self.steps, self.tokens = int(state["steps"]), int(state["tokens"])
         self.reassignments = int(state["reassignments"])
         history = state["history"]  # a tensor, or a NumPy array in files from before issue 44
-        self.organizer.history = np.array(history.cpu() if torch.is_tensor(history) else history,
-                                          np.float64)
+        self.organizer.history = np.array(history.cpu().numpy() if torch.is_tensor(history)
+                                          else history, np.float64)
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)

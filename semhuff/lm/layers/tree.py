@@ -159,7 +159,7 @@ class TreeSoftmax(LMOutputLayer):
         while compiling: a compiled graph runs on the tree it was traced with."""
         if not torch.compiler.is_compiling() and self._tree_key != self._structure_key():
             tree = Tree(self.tree_parent.cpu().numpy(), self.tree_branch.cpu().numpy(),
-                        kind=self._tree.kind)
+                        kind=getattr(self, "_loaded_kind", self._tree.kind))
             try:
                 tree.validate()
             except TreeError as exc:
