@@ -140,7 +140,7 @@ def test_tree_searches_against_the_whole_distribution(dtype):
 def test_topk_takes_the_rows_the_search_leaves_open_whole(monkeypatch):
     L = layer("tree")
     h = rows(50, seed=2)
-    monkeypatch.setattr("semhuff.lm.layers.tree.best_first_topk", _open_half)
+    monkeypatch.setattr(tree_search_numba, "best_first_topk", _open_half)
     values, _ = L.topk(h, 4)
     assert torch.allclose(values, L.log_prob(h).topk(4, dim=1).values, atol=1e-5)
 

@@ -42,7 +42,7 @@ from torch import nn
 
 from ..errors import OptionError
 from .layers.base import _RenamedKey
-from .layers.registry import make_output_layer, rebuild_settings
+from .layers.registry import DEFAULT_LM_LAYER, make_output_layer, rebuild_settings
 
 EXTRA = "_extra_state"
 _CLASSES: dict = {}
@@ -61,7 +61,8 @@ def _counts_list(counts, vocab):
     return [int(c) for c in counts]
 
 
-def add_semhuff_head(model, layer: str = "tree", counts=None, vocab=None, **settings):
+def add_semhuff_head(model, layer: str = DEFAULT_LM_LAYER, counts=None, vocab=None,
+                     **settings):
     """``model`` (a Hugging Face causal LM: ``GPT2LMHeadModel``, ``LlamaForCausalLM``, ...) with
     a semhuff output layer ``layer`` as its head, built over ``counts`` (one count per token id
     of the model's vocabulary) or ``vocab``; ``settings``: the layer's (``make_output_layer``).

@@ -28,7 +28,6 @@ from ..kernels.paths import (PathBatch, Workspace, leaf_paths, path_buffers, pat
 from ..kernels.precision import accumulate_dtype
 from ..kernels.threads import small_work
 from ..kernels.tree_search import TreeWalk, beam_topk, walk_sample
-from ..kernels.tree_search_numba import best_first_topk, best_first_wanted
 from .base import (LOSS_OPTIONS, SPARSE, Cache, LMOutputLayer, SparseRows, check_sizes,
                    rename_in_state_dict)
 from .registry import build_layer
@@ -250,6 +249,7 @@ class TreeSoftmax(LMOutputLayer):
         """On the CPU the best-first search (``tree_search_numba``), elsewhere ``beam_topk``
         with a beam of 2k + 8 (nothing read back; the caller takes the whole distribution for
         the rows it leaves open)."""
+        from ..kernels.tree_search_numba import best_first_topk, best_first_wanted  # Numba
         walk = self._derived("walk", lambda device: TreeWalk(self.tree, device))
         weight = self.weight.detach()
         if best_first_wanted(h, weight):
