@@ -102,8 +102,8 @@ def test_retree_carries_every_row_from_the_old_tree_onto_the_new():
 
 
 def test_a_reassignment_with_carried_rows_keeps_every_row_finite_and_none_zero():
-    layer = make_output_layer("self-organized-binary", 6, zipf_vocab(), reassign_every=3, seed=2)
-    assert layer.new_rows == "carried"  # the default
+    layer = make_output_layer("self-organized-binary", 6, zipf_vocab(), reassign_every=3, seed=2,
+                              new_rows="carried")  # (the named default is zero rows: issue 44)
     opt = torch.optim.Adagrad(layer.parameters(), lr=0.3)
     g = torch.Generator().manual_seed(0)
     infos = []

@@ -104,9 +104,15 @@ class SelfOrganizedSoftmax(LMOutputLayer):
         Option("projection", boolean, False, "the two-level form's ReLU projections (eq. 1)"),)
 
     @classmethod
+    def named_defaults(cls, given) -> dict:
+        """Settings the layer takes by name unless given (the binary form's schedule)."""
+        return {}
+
+    @classmethod
     def from_vocab(cls, in_features, vocab, *, seed=1, device=None, dtype=None, clusters=None,
                    **settings):
         require_frequency_order(vocab, "a self-organizing layer")
+        settings = {**cls.named_defaults(settings), **settings}
         return SelfOrganizedSoftmax(in_features, vocab.counts, n_clusters=clusters,
                                      form=cls.FORM, seed=seed, device=device, dtype=dtype,
                                      **settings)
@@ -115,7 +121,8 @@ class SelfOrganizedSoftmax(LMOutputLayer):
                  form: str = "two-level", reassign_every: int = 1000, gamma: float = 1.5,
                  freq_budget: float = 0.1, smoothing: str = "epoch", criterion: str = "log-prob",
                  margin: float = 0.0, cluster_init: str = "random",
-                 freeze_after: Optional[int] = None, projection: bool = False,
+                 freeze_after: Optional[int] = None,
+                 freeze_after_epochs: Optional[float] = None, projection: bool = False,
                  statistic_rows: Optional[int] = 512, new_rows: Optional[str] = None,
                  sparse: bool = False, seed: int = 1,
                  device=None, dtype=None, ignore_index: int = -100, reduction: str = "mean"):
@@ -133,6 +140,12 @@ class SelfOrganizedSoftmax(LMOutputLayer):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int)
                                       or value < 1):
                 raise OptionError(f"{name} must be an integer >= 1 or None, got {value!r}")
+        freeze_after_epochs = freeze_after_epochs or None  # 0: never frozen
+        if freeze_after_epochs is not None and (
+                isinstance(freeze_after_epochs, bool)
+                or not isinstance(freeze_after_epochs, (int, float)) or freeze_after_epochs <= 0):
+            raise OptionError(f"freeze_after_epochs must be > 0 or None, got "
+                              f"{freeze_after_epochs!r}")
         if new_rows is not None and form != "binary":
             raise OptionError("new_rows applies to the binary form only")
         new_rows = "carried" if new_rows is None else new_rows
@@ -141,6 +154,8 @@ class SelfOrganizedSoftmax(LMOutputLayer):
         self.form = form
         self.new_rows = new_rows
         self.freeze_after = freeze_after
+        self.freeze_after_epochs = freeze_after_epochs
+        self._epoch_steps = None  # steps a pass over the counts takes (the first batch says)
         self.statistic_rows = statistic_rows
         self.organizer = SelfOrganizer(
             clusters=n_clusters, reassign_every=reassign_every, cluster_init=cluster_init,
@@ -205,7 +220,19 @@ class SelfOrganizedSoftmax(LMOutputLayer):
     @property
     def learning(self) -> bool:
         """Gathering the statistic: in training mode, until the clusters are frozen."""
-        return self.training and (self.freeze_after is None or self.steps < self.freeze_after)
+        limit = self.freeze_step
+        return self.training and (limit is None or self.steps < limit)
+
+    @property
+    def freeze_step(self) -> Optional[int]:
+        """The step after which the clusters stay as they are: ``freeze_after``, else
+        ``freeze_after_epochs`` passes over the counts (steps of the first training batch's
+        size: known from it on), else None (never)."""
+        if self.freeze_after is not None:
+            return self.freeze_after
+        if self.freeze_after_epochs is None or self._epoch_steps is None:
+            return None
+        return max(1, math.ceil(self.freeze_after_epochs * self._epoch_steps))
 
     # -- forward ----------------------------------------------------------------------------------
     def target_log_prob(self, h, target, keep=None):
@@ -343,6 +370,7 @@ class SelfOrganizedSoftmax(LMOutputLayer):
         if self.form == "binary" and self.statistic_rows is not None:
             share = min(1.0, self.statistic_rows / tokens_per_step)
         steps_per_epoch = counts.sum() / tokens_per_step  # "interval" counts in steps
+        self._epoch_steps = steps_per_epoch
         self.organizer.set_smoothing(counts, np.ones_like(counts), share, steps_per_epoch)
         self.lam.copy_(torch.as_tensor(self.organizer.lam))
         self._lam_for = tokens_per_step
@@ -354,7 +382,8 @@ class SelfOrganizedSoftmax(LMOutputLayer):
         if not self.training:
             return None
         self.steps += 1
-        frozen = self.freeze_after is not None and self.steps > self.freeze_after
+        limit = self.freeze_step
+        frozen = limit is not None and self.steps > limit
         return None if frozen or self.steps % self.reassign_every else self.reassign(optimizer)
 
     def reassign(self, optimizer: Optional[torch.optim.Optimizer] = None) -> dict:
@@ -489,7 +518,9 @@ class SelfOrganizedSoftmax(LMOutputLayer):
         return self.body.sparse_parameters()
 
     def describe(self) -> str:
-        frozen = f", frozen after {self.freeze_after:,} steps" if self.freeze_after else ""
+        frozen = f", frozen after {self.freeze_after:,} steps" if self.freeze_after else \
+            f", frozen after {self.freeze_after_epochs:g} epoch(s)" if self.freeze_after_epochs \
+            else ""
         o = self.organizer
         return (f"self-organized {self.form} softmax: {self.n_classes:,} words in "
                 f"{o.n_clusters} clusters re-assigned every {o.reassign_every:,} steps{frozen} "
@@ -499,12 +530,32 @@ class SelfOrganizedSoftmax(LMOutputLayer):
 
 class SelfOrganizedBinary(SelfOrganizedSoftmax):
     """The binary form's declarations, registered as "self-organized-binary"; ``from_vocab``
-    gives a ``SelfOrganizedSoftmax(form="binary")``."""
+    gives a ``SelfOrganizedSoftmax(form="binary")``. By name the layer comes with the schedule
+    measured best (issue 44; docs/lm.md, "The binary form, repaired": PTB-like perplexity over
+    3 seeds 196.7 against Huffman's 204.1, where re-assigning to the end gave 209.5 with carried
+    rows, 226.6 with zero rows): clusters re-learned during the first pass over the counts
+    (``freeze_after_epochs=1``), new rows at zero. ``freeze_after`` (steps) takes precedence;
+    re-assigning to the end: ``freeze_after_epochs=None`` (``--freeze-after-epochs 0``) and
+    ``new_rows="carried"``. (``SelfOrganizedSoftmax(form="binary")`` itself keeps the
+    paper's never-frozen schedule.)"""
     FORM = "binary"
     OPTIONS = LOSS_OPTIONS + ORGANIZED_OPTIONS + (
         Option("statistic_rows", int, 512, "rows of each batch whose full cluster distribution "
                "feeds the statistic", metavar="ROWS", check=positive_int),
-        Option("new_rows", str, "carried", "the rows of the nodes a re-assignment creates: "
-               "carried from the old rows (each side's words' mean direction), or zero (PTB-like "
-               "perplexity over 3 seeds: 209.5 carried, 226.6 zero; docs/lm.md)",
-               choices=("zero", "carried")),)
+        Option("new_rows", str, "zero", "the rows of the nodes a re-assignment creates: zero, "
+               "or carried from the old rows (each side's words' mean direction); PTB-like "
+               "perplexity over 3 seeds: frozen after epoch 1, 196.7 zero, 205.2 carried; "
+               "re-assigned to the end, 226.6 zero, 209.5 carried (docs/lm.md)",
+               choices=("zero", "carried")),
+        Option("freeze_after_epochs", float, 1.0, "no re-assignment after this many passes "
+               "over the counts (steps of the first batch's size; 0: never frozen; "
+               "freeze_after, in steps, takes precedence)", metavar="EPOCHS",
+               check=lambda v: None if v >= 0 else "must be >= 0"),)
+
+    @classmethod
+    def named_defaults(cls, given) -> dict:
+        """The declared schedule (frozen after an epoch, zero rows) unless ``freeze_after`` or
+        these are given."""
+        if given.get("freeze_after") is not None:
+            return {"new_rows": "zero"}
+        return {"new_rows": "zero", "freeze_after_epochs": 1.0}
