@@ -1,4 +1,4 @@
-"""Issue 44's device check: the layers' generation on CUDA against the CPU's whole distribution.
+"""The device check of the layers' generation on CUDA against the CPU's whole distribution.
 
     python eval/bench/lm_generation_gpu.py   (prints one line per check; exit 1 on a failure)
 

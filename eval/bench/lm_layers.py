@@ -31,8 +31,8 @@ Also: the tree softmax's static form (paths padded to the tree's depth, nothing 
 the host: the form off the CPU), the adaptive and tree softmax under
 ``torch.autocast(bfloat16)`` with a bfloat16 input, and under ``torch.compile(layer)``
 (``--modes`` picks among these); per layer the full ``log_prob`` of ``--log-prob-rows`` rows,
-and the tree's former sparse-product ``log_prob`` for reference; the generation table (issue
-44): ``predict``, ``topk(10)``, ``sample`` of ``--generation-rows`` rows, one row's ``log_prob``.
+and the tree's former sparse-product ``log_prob`` for reference; the generation table:
+``predict``, ``topk(10)``, ``sample`` of ``--generation-rows`` rows, one row's ``log_prob``.
 Prints ms and tokens/s and the ratios to the full and the adaptive softmax (the issue's
 targets: tree softmax forward + backward >= 20x the full softmax and >= 2x the adaptive one;
 issue 34: the tree's full log_prob <= 2x the adaptive softmax's).
@@ -224,7 +224,7 @@ def main(argv=None) -> int:
     p.add_argument("--log-prob-rows", type=int, default=256, help="rows of the full log_prob "
                    "timed (0: none)")
     p.add_argument("--generation-rows", type=int, default=256, help="rows of the generation "
-                   "table (predict, topk, sample; issue 44) (0: none)")
+                   "table (predict, topk, sample) (0: none)")
     p.add_argument("--thp", action="store_true", help="PyTorch's huge-page allocation for large "
                    "CPU arrays (THP_MEM_ALLOC_ENABLE=1)")
     args = p.parse_args(argv)

@@ -1,5 +1,5 @@
 """The LM layers' forward + backward at one and at two threads while other processes hold the
-cores (issue 44): the slowdown factor, two threads under load over one thread, of the sparse
+cores: the slowdown factor, two threads under load over one thread, of the sparse
 tree softmax against the adaptive softmax's.
 
     python -m semhuff.eval.bench.lm_thread_load [--load 2] [--repeats 7] [--vocab-size 50000]

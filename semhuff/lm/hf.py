@@ -1,4 +1,4 @@
-"""A semhuff output layer as the head of a Hugging Face causal LM (issue 44; ``pip install
+"""A semhuff output layer as the head of a Hugging Face causal LM (``pip install
 'semhuff[hf]'``).
 
     from transformers import GPT2Config, GPT2LMHeadModel

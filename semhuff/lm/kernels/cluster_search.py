@@ -1,4 +1,4 @@
-"""Generation from a two-level softmax, cluster then word (issue 44), without the whole
+"""Generation from a two-level softmax, cluster then word, without the whole
 distribution: P(w | h) = P(c(w) | h) P(w | c(w), h), so
 
 * ``cluster_sample``: a cluster drawn from the C cluster probabilities, then a word from the

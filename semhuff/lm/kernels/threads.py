@@ -1,4 +1,4 @@
-"""Fewer threads for small work on the CPU (issue 44).
+"""Fewer threads for small work on the CPU.
 
 A layer's CPU step is many small parallel regions (the tree's bucketed paths: ~20 lengths, a
 gather, a product and a scatter each, both ways). Each region ends at a barrier: when another

@@ -1,4 +1,4 @@
-"""Generation from a tree softmax without its whole distribution (issue 44).
+"""Generation from a tree softmax without its whole distribution.
 
 * ``walk_sample``: a word drawn from P(w | h) by walking down from the root, drawing each
   binary decision (the left child with probability sigmoid(s), s = h . W[node]): the product of

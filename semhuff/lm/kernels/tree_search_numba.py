@@ -1,4 +1,4 @@
-"""The tree's exact top-k on the CPU: a best-first search per row in Numba (issue 44).
+"""The tree's exact top-k on the CPU: a best-first search per row in Numba.
 
 A node's path probability bounds every word below it, so popping the most probable open node
 first gives the words in order of probability: the first k words popped are the k best, found

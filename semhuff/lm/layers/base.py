@@ -128,7 +128,7 @@ def finish(output: torch.Tensor, keep: torch.Tensor, shape, reduction: str) -> L
 
 class Generation:
     """``topk``, ``sample`` and ``predict`` for every layer, exact, from the layer's
-    ``full_log_prob(h)`` unless it has faster forms (issue 44):
+    ``full_log_prob(h)`` unless it has faster forms:
 
     * ``search_topk(h, k)`` -> (values, indices, exact) or None: the k best words by the
       layer's own search (a tree: best-first with pruning; two-level: the best clusters, then

@@ -192,7 +192,7 @@ class ClassSoftmax(LMOutputLayer):
         return clusters[:, self.cluster_of] + segment_log_softmax(logits, self.cluster_of,
                                                                   self.n_clusters)
 
-    # -- generation (issue 44: kernels/cluster_search.py) -------------------------------------
+    # -- generation (kernels/cluster_search.py) ------------------------------------------------
     def _generation_parts(self, h):
         """(log P(c | h) (N, C), the words' input (N, D), the padded member table)."""
         self._sync()

@@ -492,7 +492,7 @@ class SelfOrganizedSoftmax(LMOutputLayer):
     def set_extra_state(self, state):
         self.steps, self.tokens = int(state["steps"]), int(state["tokens"])
         self.reassignments = int(state["reassignments"])
-        history = state["history"]  # a tensor, or a NumPy array in files from before issue 44
+        history = state["history"]  # a tensor (a NumPy array in older files)
         self.organizer.history = np.array(history.cpu().numpy() if torch.is_tensor(history)
                                           else history, np.float64)
 
@@ -531,7 +531,7 @@ class SelfOrganizedSoftmax(LMOutputLayer):
 class SelfOrganizedBinary(SelfOrganizedSoftmax):
     """The binary form's declarations, registered as "self-organized-binary"; ``from_vocab``
     gives a ``SelfOrganizedSoftmax(form="binary")``. By name the layer comes with the schedule
-    measured best (issue 44; docs/lm.md, "The binary form, repaired": PTB-like perplexity over
+    measured best (docs/lm.md, "The binary form, repaired": PTB-like perplexity over
     3 seeds 196.7 against Huffman's 204.1, where re-assigning to the end gave 209.5 with carried
     rows, 226.6 with zero rows): clusters re-learned during the first pass over the counts
     (``freeze_after_epochs=1``), new rows at zero. ``freeze_after`` (steps) takes precedence;

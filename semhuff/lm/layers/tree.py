@@ -244,7 +244,7 @@ class TreeSoftmax(LMOutputLayer):
             self._cache[key] = make(self.weight.device)
         return self._cache[key]
 
-    # -- generation (issue 44: kernels/tree_search.py) ----------------------------------------
+    # -- generation (kernels/tree_search.py) ---------------------------------------------------
     def search_topk(self, h, k):
         """On the CPU the best-first search (``tree_search_numba``), elsewhere ``beam_topk``
         with a beam of 2k + 8 (nothing read back; the caller takes the whole distribution for
