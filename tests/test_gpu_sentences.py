@@ -375,3 +375,12 @@ def test_self_organized_tree_on_the_device_is_the_cpu_run(eight_lanes, monkeypat
                  (dev.layer.organizer.q, cpu.layer.organizer.q)):
         np.testing.assert_allclose(a, b, rtol=0, atol=TOL * np.abs(b).max())
     assert np.abs(cpu.layer.organizer.q).max() > 0  # the statistic gathered something
+
+
+def test_the_numba_backend_restores_numpys_row_stack_for_older_numba_cuda(monkeypatch):
+    """An H200 image (NumPy 2.4, an older numba-cuda) failed every kernel's first compile on
+    ``np.row_stack``, which NumPy 2.4 removed: loading the backend puts the alias back."""
+    from semhuff.gpu.device import load_backend
+    monkeypatch.delattr(np, "row_stack", raising=False)
+    load_backend("numba")
+    assert np.row_stack is np.vstack
