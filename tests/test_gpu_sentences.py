@@ -379,8 +379,9 @@ def test_self_organized_tree_on_the_device_is_the_cpu_run(eight_lanes, monkeypat
 
 def test_the_numba_backend_restores_numpys_row_stack_for_older_numba_cuda(monkeypatch):
     """An H200 image (NumPy 2.4, an older numba-cuda) failed every kernel's first compile on
-    ``np.row_stack``, which NumPy 2.4 removed: loading the backend puts the alias back."""
-    from semhuff.gpu.device import load_backend
+    ``np.row_stack``, which NumPy 2.4 removed: importing the kernels puts the alias back."""
+    import importlib
+    from semhuff.gpu import numba_kernels
     monkeypatch.delattr(np, "row_stack", raising=False)
-    load_backend("numba")
+    importlib.reload(numba_kernels)  # what a fresh process's first import does
     assert np.row_stack is np.vstack

@@ -45,19 +45,9 @@ def _one_line(exc) -> str:
     return " ".join(str(exc).split()) or type(exc).__name__
 
 
-def restore_numpy_names() -> None:
-    """numba-cuda releases older than NumPy 2.4 register ``np.row_stack`` (removed in 2.4) when
-    they compile their first kernel: on a GPU image with both (an H200's, 2026-11-27) every
-    kernel failed with ``AttributeError``. ``row_stack`` was an alias of ``vstack``."""
-    if not hasattr(np, "row_stack"):
-        np.row_stack = np.vstack
-
-
 def load_backend(name: str, blocks: int = 0):
     """The backend object called ``name``; a ``DeviceError`` saying why it is unusable here."""
     module_name, class_name, package = BACKENDS[name]
-    if name == "numba":
-        restore_numpy_names()
     if name == "numba" and importlib.util.find_spec("numba_cuda") is None:
         # without numba-cuda, numba.cuda is numba's own deprecated target: it imports, then
         # fails deep inside a session (no get_current_device in its simulator)

@@ -37,6 +37,18 @@ from numba import cuda  # the name must be ``cuda``: the simulator swaps it in k
 
 from .noise import mix32 as _mix32_py
 
+
+def restore_numpy_names() -> None:
+    """numba-cuda releases older than NumPy 2.4 register ``np.row_stack`` (removed in 2.4) when
+    they compile their first kernel: on a GPU image with both (an H200's, 2026-11-27) every
+    kernel failed with ``AttributeError``. ``row_stack`` was an alias of ``vstack``. Run on
+    import: every numba.cuda kernel module of semhuff imports this one."""
+    if not hasattr(np, "row_stack"):
+        np.row_stack = np.vstack
+
+
+restore_numpy_names()
+
 WARP = 32
 LOSS_SLOTS = 256
 PREPARE_THREADS = 128
