@@ -39,7 +39,6 @@ from ...errors import OptionError, TreeError
 from ...options import Option, boolean, positive_int, share
 from ...trees.base import Tree
 from ...trees.clusters import subtree_roots
-from ...trees.huffman import build_huffman
 from ...trees.spec import SIMILARITY, TREE, relabel_leaves
 from ...trees.subtrees import frontier, join, restrict, subtree_mass
 from ..kernels.paths import PathBatch, Workspace, path_buffers, path_matrix, path_scores, \
@@ -106,6 +105,7 @@ def head_structure(tree: Tree, counts, head: int, tail_entries: int
     cut = np.empty(V, np.int64)
     if head == 0:
         return Tree(tree.parent, tree.branch, kind=kind), group, depth
+    from ...trees.huffman import build_huffman  # here: it loads Numba, `import semhuff.lm` must not
     joined = join(build_huffman(counts[heads]), tail_tree, kind=kind)
     joined = relabel_leaves(joined, np.concatenate([heads, tails]))
     entry[heads] = np.arange(head)
