@@ -400,6 +400,12 @@ def test_organized_reassigns_every_k_steps_until_frozen_and_carries_rows_if_aske
     assert float(carried.weight.detach().abs().sum()) > 0
 
 
+def test_retree_is_offered_by_head_and_class_tree_not_by_organized_tree():
+    from semhuff.lm.layers.registry import layers_with
+    able = layers_with("retree")
+    assert "head-tree" in able and "class-tree" in able and "organized-tree" not in able
+
+
 def test_organized_state_loads_with_weights_only_after_reassignments():
     layer = organized()
     train(layer, 7)

@@ -102,6 +102,10 @@ class OrganizedTreeSoftmax(HeadTreeSoftmax):
             organizer.cluster_of.astype(np.int64), device=device))
         self.steps = self.reassignments = 0
 
+    # its structure is the organizer's clusters: no tree from elsewhere replaces it
+    # (semhuff-lm --retree-every refuses this layer: registry.layers_with("retree"))
+    retree = None
+
     @property
     def n_clusters(self) -> int:
         return self.organizer.n_clusters
