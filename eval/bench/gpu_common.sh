@@ -1,9 +1,22 @@
 # Shared by the prepared device checks (lm_gpu_session.sh, lm_head_tree_gpu.sh): sourced, not run.
+#   start_check ROOT              the checks' start: $out (OUT, or ROOT/gpu_out) made, $python
+#                                 (PYTHON, or python3), $status 0, Python unbuffered, semhuff
+#                                 installed (install_semhuff) and the folder changed to $site,
+#                                 not the checkout (its semhuff/, without eval/ and cli/, would
+#                                 shadow the install)
 #   install_semhuff ROOT PYTHON   the checkout installed offline (no dependencies: the GPU image
 #                                 has torch, numpy, scipy, numba) into a fresh folder, $site, on
 #                                 PYTHONPATH; the GPU's name printed first
 #   markov_corpus PYTHON PATH TOKENS [WORDS]   a Markov text over WORDS (default 5,000) Zipf-skewed
 #                                 words, 20 a line (each word has 4 successors)
+start_check() {
+    out="${OUT:-$1/gpu_out}"; mkdir -p "$out"
+    python="${PYTHON:-python3}"
+    export PYTHONUNBUFFERED=1
+    status=0
+    install_semhuff "$1" "$python" && cd "$site"
+}
+
 install_semhuff() {
     nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null || true
     site="$(mktemp -d)"

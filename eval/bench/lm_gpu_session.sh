@@ -11,13 +11,8 @@
 # QUICK=1 runs every step at smoke-test sizes on the CPU (no GPU needed).
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-out="${OUT:-$root/gpu_out}"; mkdir -p "$out"
-python="${PYTHON:-python3}"
-export PYTHONUNBUFFERED=1
-status=0
 . "$root/eval/bench/gpu_common.sh"
-install_semhuff "$root" "$python" || exit 1
-cd "$site"  # not the checkout: its semhuff/ (without eval/ and cli/) would shadow the install
+start_check "$root" || exit 1
 if [ "${QUICK:-0}" = 1 ]; then dev=cpu; quick=(--device cpu --quick); else dev=cuda; quick=(); fi
 echo "== correctness"
 timeout 240 "$python" "$root/eval/bench/lm_gpu_correctness.py" --device "$dev" \

@@ -13,13 +13,8 @@
 # QUICK=1: every step at smoke-test sizes on the CPU.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-out="${OUT:-$root/gpu_out}"; mkdir -p "$out"
-python="${PYTHON:-python3}"
-export PYTHONUNBUFFERED=1
-status=0
 . "$root/eval/bench/gpu_common.sh"
-install_semhuff "$root" "$python" || exit 1
-cd "$site"  # not the checkout: its semhuff/ (without eval/ and cli/) would shadow the install
+start_check "$root" || exit 1
 layers=(--zipf --only adaptive tree head-tree class-tree organized-tree --modes ""
         --log-prob-rows 256 --generation-rows 0)
 if [ "${QUICK:-0}" = 1 ]; then
