@@ -5,7 +5,11 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 dest="${1:-$root/.gpu_data}"; mkdir -p "$dest"
-python="${PYTHON:-python3}"
+# the checkout's venv when there is one (the README's install), so a plain `bash` finds semhuff
+python="${PYTHON:-}"
+[ -n "$python" ] || { [ -x "$root/.venv/bin/python" ] && python="$root/.venv/bin/python"; } || python=python3
+"$python" -c "import semhuff.data_paths, semhuff.eval.bench.light_quality" 2>/dev/null || {
+    echo "gpu_session_data: $python cannot import semhuff (install it, or set PYTHON)" >&2; exit 2; }
 corpus="$("$python" -c "from semhuff.data_paths import shared_corpus; print(shared_corpus())")"
 [ -f "$corpus" ] || { echo "gpu_session_data: no shared corpus at $corpus" >&2; exit 2; }
 cp "$corpus" "$dest/corpus.txt.gz"
