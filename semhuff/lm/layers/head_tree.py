@@ -44,9 +44,8 @@ from ...trees.subtrees import frontier, join, restrict, subtree_mass
 from ..kernels.paths import PathBatch, Workspace, path_buffers, path_matrix, path_scores, \
     paths_log_prob
 from ..kernels.precision import accumulate_dtype
-from .base import (LOSS_OPTIONS, SPARSE, Cache, LMOutputLayer, SparseRows, check_sizes,
-                   rename_in_state_dict)
-from .tree import TreeSoftmax, carried_rows, tree_for
+from .base import LOSS_OPTIONS, SPARSE, Cache, LMOutputLayer
+from .tree import TreeSoftmax, carried_rows, start_tree_layer, tree_for
 
 HEAD = Option("head", int, None, "words with an entry of their own in the flat top, the most "
               "frequent (default: 2%% of V for head-tree, see --coverage; none for class-tree)",
@@ -196,23 +195,15 @@ class HeadTreeSoftmax(LMOutputLayer):
                  sparse: bool = False, device=None, dtype=None, ignore_index: int = -100,
                  reduction: str = "mean"):
         super().__init__()
-        if not isinstance(tree, Tree):
-            raise OptionError(f"tree must be a semhuff.trees.base.Tree, got {type(tree).__name__}")
-        self.in_features, self.n_classes = check_sizes(in_features, tree.n_words)
-        self.set_loss(ignore_index, reduction)
-        self.sparse = bool(sparse)
+        start_tree_layer(self, in_features, tree, sparse, ignore_index, reduction, device, dtype)
         entry, cut = np.asarray(entry, np.int64), np.asarray(cut, np.int64)
         n_entries = check_structure(tree, entry, cut, n_entries)
         self.head_words = int(head_words)  # entries 0..head_words-1, a word each
-        kw = dict(device=device, dtype=dtype)
-        self.top = nn.Linear(self.in_features, n_entries, bias=bool(head_bias), **kw)
-        self.rows = SparseRows(torch.zeros(tree.n_words - 1, self.in_features, **kw), self.sparse)
-        rename_in_state_dict(self, "rows.weight", "weight")
+        self.top = nn.Linear(self.in_features, n_entries, bias=bool(head_bias), device=device,
+                             dtype=dtype)
         V = tree.n_words
-        for name, size, dt in (("tree_parent", 2 * V - 1, torch.int64),
-                               ("tree_branch", 2 * V - 1, torch.int8),
-                               ("entry", V, torch.int64), ("cut", V, torch.int64)):
-            self.register_buffer(name, torch.empty(size, dtype=dt, device=device))
+        for name in ("entry", "cut"):
+            self.register_buffer(name, torch.empty(V, dtype=torch.int64, device=device))
         counts = np.ones(V, np.int64) if counts is None else np.asarray(counts, np.int64)
         self.register_buffer("counts", torch.as_tensor(counts, device=device))
         self._workspace = Workspace()

@@ -82,19 +82,7 @@ class TreeSoftmax(LMOutputLayer):
     def __init__(self, in_features: int, tree: Tree, sparse: bool = False, device=None,
                  dtype=None, ignore_index: int = -100, reduction: str = "mean"):
         super().__init__()
-        if not isinstance(tree, Tree):
-            raise OptionError(f"tree must be a semhuff.trees.base.Tree, got {type(tree).__name__}")
-        self.in_features, self.n_classes = check_sizes(in_features, tree.n_words)
-        self.set_loss(ignore_index, reduction)
-        self.sparse = bool(sparse)
-        # held by an nn.Embedding so that DDP takes its sparse gradient (``SparseRows``)
-        self.rows = SparseRows(torch.zeros(tree.n_words - 1, self.in_features, device=device,
-                                           dtype=dtype), self.sparse)
-        rename_in_state_dict(self, "rows.weight", "weight")
-        self.register_buffer("tree_parent", torch.empty(2 * tree.n_words - 1, dtype=torch.int64,
-                                                        device=device))
-        self.register_buffer("tree_branch", torch.empty(2 * tree.n_words - 1, dtype=torch.int8,
-                                                        device=device))
+        start_tree_layer(self, in_features, tree, sparse, ignore_index, reduction, device, dtype)
         self._workspace = Workspace()
         self._cache = Cache()  # the leaf matrix of log_prob, by (device, dtype)
         self.set_tree(tree)
@@ -278,6 +266,25 @@ class TreeSoftmax(LMOutputLayer):
 
 
 @torch.no_grad()
+
+def start_tree_layer(layer: LMOutputLayer, in_features, tree: Tree, sparse, ignore_index,
+                     reduction, device, dtype) -> None:
+    """What every layer over one binary tree sets first (``TreeSoftmax``, ``HeadTreeSoftmax``):
+    the checked sizes and loss options, the zero rows of the inner nodes (``layer.weight``,
+    held by an nn.Embedding so that DDP takes its sparse gradient: ``SparseRows``) and the
+    tree's buffers (``tree_parent``, ``tree_branch``; ``set_tree`` fills them)."""
+    if not isinstance(tree, Tree):
+        raise OptionError(f"tree must be a semhuff.trees.base.Tree, got {type(tree).__name__}")
+    layer.in_features, layer.n_classes = check_sizes(in_features, tree.n_words)
+    layer.set_loss(ignore_index, reduction)
+    layer.sparse = bool(sparse)
+    layer.rows = SparseRows(torch.zeros(tree.n_words - 1, layer.in_features, device=device,
+                                        dtype=dtype), layer.sparse)
+    rename_in_state_dict(layer, "rows.weight", "weight")
+    for name, dt in (("tree_parent", torch.int64), ("tree_branch", torch.int8)):
+        layer.register_buffer(name, torch.empty(2 * tree.n_words - 1, dtype=dt, device=device))
+
+
 def carried_rows(old_tree, new_tree, weight: torch.Tensor, counts: torch.Tensor,
                  chunk: int = 8) -> torch.Tensor:
     """(V - 1, D) rows for every node of ``new_tree`` from what the old tree's rows learned
