@@ -36,6 +36,7 @@ corpus=(); evaldata=()
 if [ "${QUICK:-0}" = 1 ]; then
     export NUMBA_ENABLE_CUDASIM=1 SEMHUFF_GPU_LANES=8
     quick=(--quick); lmquick=(--quick --device cpu); tests=(-k "sg-hs-mixed-plain")
+    corpus=()  # its own small corpus: the simulator takes hours over the shared one
     extra=(); w2v_budget=200; lm_budget=90
 else
     export NUMBA_ENABLE_CUDASIM=0

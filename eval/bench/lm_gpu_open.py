@@ -82,8 +82,11 @@ def in_cluster_form(form, device):
     """The two-level layers' in-cluster part by ``form`` while inside; yields the list the
     Triton kernels' calls are counted in (the dtype of the input each got). On a CPU the
     kernels run under Triton's interpreter (``triton_paths.FORCE``)."""
-    from semhuff.lm import class_softmax, numba_clusters, triton_clusters, triton_paths
-    from semhuff.lm.paths import triton_wanted
+    from semhuff.lm.kernels import clusters_numba as numba_clusters
+    from semhuff.lm.kernels import clusters_triton as triton_clusters
+    from semhuff.lm.kernels import paths_triton as triton_paths
+    from semhuff.lm.kernels.paths import triton_wanted
+    from semhuff.lm.layers import classes as class_softmax
     kernels, current = triton_clusters.triton_in_cluster, class_softmax.in_cluster_log_prob
     saved = (os.environ.get("SEMHUFF_TRITON"), triton_paths.FORCE, numba_clusters.ENABLED)
     calls = []
