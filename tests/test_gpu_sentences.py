@@ -377,11 +377,19 @@ def test_self_organized_tree_on_the_device_is_the_cpu_run(eight_lanes, monkeypat
     assert np.abs(cpu.layer.organizer.q).max() > 0  # the statistic gathered something
 
 
-def test_the_numba_backend_restores_numpys_row_stack_for_older_numba_cuda(monkeypatch):
-    """An H200 image (NumPy 2.4, an older numba-cuda) failed every kernel's first compile on
-    ``np.row_stack``, which NumPy 2.4 removed: importing the kernels puts the alias back."""
+@pytest.mark.parametrize("old, current, args, expected", [
+    ("row_stack", "vstack", (([1, 2], [3, 4]),), [[1, 2], [3, 4]]),
+    ("trapz", "trapezoid", ([1.0, 2.0, 3.0],), 4.0),  # (1+2)/2 + (2+3)/2
+    ("in1d", "isin", ([1, 5, 2], [2, 3]), [False, False, True]),
+])
+def test_the_numba_backend_restores_the_numpy_names_older_numba_cuda_registers(
+        monkeypatch, old, current, args, expected):
+    """An H200 image (an older numba-cuda than its NumPy) failed every kernel's first compile
+    on ``np.row_stack``; numba-cuda 0.22-0.29 fail on ``np.trapz`` under NumPy 2.4 (both
+    removed from NumPy): importing the kernels puts each alias back, behaving as before."""
     import importlib
     from semhuff.gpu import numba_kernels
-    monkeypatch.delattr(np, "row_stack", raising=False)
+    monkeypatch.delattr(np, old, raising=False)
     importlib.reload(numba_kernels)  # what a fresh process's first import does
-    assert np.row_stack is np.vstack
+    assert getattr(np, old) is getattr(np, current)
+    np.testing.assert_array_equal(getattr(np, old)(*args), expected)

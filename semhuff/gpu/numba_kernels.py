@@ -38,13 +38,20 @@ from numba import cuda  # the name must be ``cuda``: the simulator swaps it in k
 from .noise import mix32 as _mix32_py
 
 
+# NumPy names that numba-cuda releases register (or call) and NumPy removed: old name -> the
+# function it was an alias of
+REMOVED_NUMPY_NAMES = {"row_stack": "vstack", "trapz": "trapezoid", "in1d": "isin"}
+
+
 def restore_numpy_names() -> None:
-    """numba-cuda releases older than NumPy 2.4 register ``np.row_stack`` (removed in 2.4) when
-    they compile their first kernel: on a GPU image with both (an H200's, 2026-11-27) every
-    kernel failed with ``AttributeError``. ``row_stack`` was an alias of ``vstack``. Run on
+    """numba-cuda releases older than the NumPy they run with register overloads of NumPy names
+    that NumPy has since removed, at their first kernel compile: ``np.row_stack`` (an H200's
+    image, 2026-11-27: every kernel failed with ``AttributeError``) and, in 0.22-0.29 with NumPy
+    2.4, ``np.trapz``. Put each back as the alias it was (``REMOVED_NUMPY_NAMES``). Run on
     import: every numba.cuda kernel module of semhuff imports this one."""
-    if not hasattr(np, "row_stack"):
-        np.row_stack = np.vstack
+    for old, current in REMOVED_NUMPY_NAMES.items():
+        if not hasattr(np, old) and hasattr(np, current):
+            setattr(np, old, getattr(np, current))
 
 
 restore_numpy_names()
