@@ -20,8 +20,8 @@ from semhuff.lm.layers.registry import LM_LAYERS, layer_options  # noqa: E402
 D, V = 8, 60
 VOCAB = lm_helpers.zipf_vocab(V)
 # issue 44's layers and issue 45's (a layer added later: add it here, and make it pass)
-NAMES = ["adaptive", "class", "class-tree", "full", "head-tree", "self-organized",
-         "self-organized-binary", "tree"]
+NAMES = ["adaptive", "class", "class-tree", "full", "head-tree", "organized-tree",
+         "self-organized", "self-organized-binary", "tree"]
 REORGANIZING = {"reassign_every": 3}  # the self-organized layers re-assign within a test
 
 

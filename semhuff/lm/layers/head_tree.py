@@ -223,26 +223,86 @@ class HeadTreeSoftmax(LMOutputLayer):
     def set_structure(self, tree: Tree, entry, cut) -> None:
         entry, cut = np.asarray(entry, np.int64), np.asarray(cut, np.int64)
         check_structure(tree, entry, cut, self.n_entries)
-        self.tree = tree
         for name, value in (("tree_parent", tree.parent), ("tree_branch", tree.branch),
                             ("entry", entry), ("cut", cut)):
             getattr(self, name).copy_(torch.as_tensor(value.astype(
                 np.int8 if name == "tree_branch" else np.int64)))
+        self._adopt(tree, entry, cut)
+
+    def _adopt(self, tree: Tree, entry: np.ndarray, cut: np.ndarray) -> None:
+        """The structure (already in the buffers) and what derives from it: each word's path
+        below its cut and the empty entries, plain tensors moved by ``_apply``, not buffers
+        (as ``TreeSoftmax``'s paths: a copy of the buffers, e.g. an EMA's by ``AveragedModel``,
+        must not meet paths of another depth; ``_sync`` re-derives them)."""
+        self._tree = tree
         points, codes, lengths = shifted_paths(tree, cut)
         device = self.weight.device
-        signs = torch.as_tensor(np.where(np.arange(points.shape[1])[None, :] < lengths[:, None],
-                                         1.0 - 2.0 * codes, 0.0), dtype=self.weight.dtype,
-                                device=device)
-        # derived from the structure: rebuilt on load, so not saved
-        self.register_buffer("points", torch.as_tensor(points, device=device), persistent=False)
-        self.register_buffer("signs", signs, persistent=False)
-        self.register_buffer("lengths", torch.as_tensor(lengths, device=device),
-                             persistent=False)
+        self._points = torch.as_tensor(points, device=device)
+        self._signs = torch.as_tensor(np.where(np.arange(points.shape[1])[None, :]
+                                               < lengths[:, None], 1.0 - 2.0 * codes, 0.0),
+                                      dtype=self.weight.dtype, device=device)
+        self._lengths = torch.as_tensor(lengths, device=device)
         empty = np.bincount(entry, minlength=self.n_entries) == 0
-        self.register_buffer("empty", torch.as_tensor(empty, device=device), persistent=False)
+        self._empty = torch.as_tensor(empty, device=device)
         self._masked = bool(empty.any())
         self._paths = (points, codes, lengths)
         self._cache.clear()
+        self._structure = self._structure_key()
+
+    def _structure_key(self):
+        return tuple((b._version, b.data_ptr())
+                     for b in (self.tree_parent, self.tree_branch, self.entry, self.cut))
+
+    def _sync(self) -> None:
+        """Re-derive the structure when its buffers were written from outside since (an EMA's
+        copy of the buffers after a re-assignment). Not while compiling."""
+        if torch.compiler.is_compiling() or self._structure == self._structure_key():
+            return
+        tree = Tree(self.tree_parent.cpu().numpy(), self.tree_branch.cpu().numpy(),
+                    kind=getattr(self, "_loaded_kind", self._tree.kind))
+        entry, cut = self.entry.cpu().numpy(), self.cut.cpu().numpy()
+        try:
+            check_structure(tree, entry, cut, self.n_entries)
+        except OptionError as exc:
+            raise OptionError(f"the layer's structure buffers no longer hold a structure "
+                              f"({exc}): were they averaged (AveragedModel(use_buffers=True))? "
+                              f"Copy them (use_buffers=False, the default)") from None
+        self._adopt(tree, entry, cut)
+
+    @property
+    def tree(self) -> Tree:
+        self._sync()
+        return self._tree
+
+    @property
+    def points(self) -> torch.Tensor:
+        """(V, depth) each word's path rows below its cut, padded with row 0."""
+        self._sync()
+        return self._points
+
+    @property
+    def signs(self) -> torch.Tensor:
+        self._sync()
+        return self._signs
+
+    @property
+    def lengths(self) -> torch.Tensor:
+        self._sync()
+        return self._lengths
+
+    @property
+    def empty(self) -> torch.Tensor:
+        """(entries,) True for an entry without words."""
+        self._sync()
+        return self._empty
+
+    def _apply(self, fn, *args, **kwargs):
+        super()._apply(fn, *args, **kwargs)  # the derived tensors follow the weight
+        self._points, self._signs, self._lengths, self._empty = (
+            fn(self._points), fn(self._signs), fn(self._lengths), fn(self._empty))
+        self._cache.clear()
+        self._structure = self._structure_key()  # the buffers moved, the structure is the same
+        return self
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
@@ -289,8 +349,11 @@ class HeadTreeSoftmax(LMOutputLayer):
     def _top_logits(self, h):
         """The top's logits, an entry without words (``n_entries``) masked out."""
         logits = self.top(h)
-        logits = logits.to(accumulate_dtype(logits.dtype))
-        return logits.masked_fill(self.empty, -math.inf) if self._masked else logits
+        return self._mask_empty(logits.to(accumulate_dtype(logits.dtype)))
+
+    def _mask_empty(self, logits):
+        empty = self.empty  # first: it syncs ``_masked``
+        return logits.masked_fill(empty, -math.inf) if self._masked else logits
 
     def path_log_prob(self, h, target) -> torch.Tensor:
         """(N,) log-probability of each target's path below its entry (0 for a head word)."""
@@ -313,7 +376,7 @@ class HeadTreeSoftmax(LMOutputLayer):
 
     def full_log_prob(self, h):
         acc = accumulate_dtype(h.dtype, self.weight.dtype)
-        top = torch.log_softmax(self._top_logits(h), dim=1)
+        top = torch.log_softmax(self._top_logits(h), dim=1)  # syncs the structure first
         key = ("paths", self.weight.device, acc)
         if key not in self._cache:
             self._cache.clear()
@@ -329,6 +392,7 @@ class HeadTreeSoftmax(LMOutputLayer):
         return [self.weight] if self.sparse else []
 
     def describe(self) -> str:
+        self._sync()
         lengths = self._paths[2]
         counts = self.counts.cpu().numpy().astype(np.float64)
         entry = self.entry.cpu().numpy()

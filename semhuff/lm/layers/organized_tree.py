@@ -19,7 +19,6 @@ re-assignment after that many steps.
 from __future__ import annotations
 
 import logging
-import math
 import time
 from typing import Optional
 
@@ -117,7 +116,7 @@ class OrganizedTreeSoftmax(HeadTreeSoftmax):
     def target_log_prob(self, h, target, keep=None):
         raw = self.top(h)
         raw = raw.to(accumulate_dtype(raw.dtype))
-        logits = raw.masked_fill(self.empty, -math.inf) if self._masked else raw
+        logits = self._mask_empty(raw)
         entry = self.entry[target]
         output = -torch.nn.functional.cross_entropy(logits, entry, reduction="none") \
             + self.path_log_prob(h, target)
