@@ -16,6 +16,7 @@ from semhuff.errors import OptionError  # noqa: E402
 from semhuff.lm import make_output_layer  # noqa: E402
 from semhuff.lm.layers.head_tree import HeadTreeSoftmax, head_size  # noqa: E402
 from semhuff.trees import make_tree  # noqa: E402
+from semhuff.trees.base import Tree  # noqa: E402
 from semhuff.trees.clusters import frequency_binning  # noqa: E402
 from semhuff.trees.huffman import build_huffman  # noqa: E402
 from semhuff.trees.organizer import SelfOrganizer  # noqa: E402
@@ -442,3 +443,31 @@ def dense_log_prob_top(layer, h):
     """The top's part of ``dense_log_prob`` (every entry, unmasked)."""
     top = torch.log_softmax(layer.top(h).double(), dim=1).detach().numpy()
     return top[:, layer.entry.numpy()]
+
+
+def renumbered_inner_nodes(tree):
+    """``tree`` with its inner nodes' ids reversed (the same shape, the same words below each
+    node; ``frontier`` then numbers the same subtrees in another order)."""
+    V = tree.n_words
+    new_id = np.concatenate([np.arange(V), V + np.arange(V - 1)[::-1]])
+    parent = np.full_like(tree.parent, -1)
+    branch = np.zeros_like(tree.branch)
+    has = tree.parent >= 0
+    parent[new_id[has]] = new_id[tree.parent[has]]
+    branch[new_id[has]] = tree.branch[has]
+    return Tree(parent, branch, kind=tree.kind)
+
+
+def test_retree_onto_the_same_subtrees_keeps_every_entry_s_probability():
+    """The top's rows follow their words to the new entries: the bias too (by hand: each
+    word's top probability before and after, the tail's subtrees the same sets of words)."""
+    vocab = zipf_vocab(V)
+    layer = randomise(make_output_layer("head-tree", D, vocab, head=5, tail_entries=4,
+                                        head_bias=True).double())
+    h, _ = batch()
+    before = torch.log_softmax(layer.top(h), dim=1)[:, layer.entry].detach()
+    old_entry = layer.entry.clone()
+    layer.retree(renumbered_inner_nodes(layer.tree), vocab.counts)
+    assert not torch.equal(layer.entry, old_entry)  # the same groups, numbered otherwise
+    after = torch.log_softmax(layer.top(h), dim=1)[:, layer.entry].detach()
+    assert torch.allclose(after, before, atol=1e-12)

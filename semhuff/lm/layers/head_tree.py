@@ -324,8 +324,8 @@ class HeadTreeSoftmax(LMOutputLayer):
         """Go on over ``tree`` (a tree over every word, e.g. SemHuff from the network's own
         vectors: ``semhuff-lm --retree-every``): the same head, the tail re-cut from ``tree``;
         the rows carried over word by word (``tree.carried_rows``), each tail entry's top row
-        the count-weighted mean of its words' former entries' rows, Adagrad's sums of the rows
-        restarted."""
+        (and bias) the count-weighted mean of its words' former entries', Adagrad's sums of the
+        rows restarted."""
         from ..kernels.optimizer_state import remap_optimizer_state
         counts = np.asarray(counts, np.int64)
         new = head_structure(tree, counts, self.head_words, self.n_entries - self.head_words)
@@ -338,11 +338,13 @@ class HeadTreeSoftmax(LMOutputLayer):
         old_entry = self.entry
         new_entry = torch.as_tensor(new[1], device=old_entry.device)
         c = self.counts.to(self.top.weight.dtype).clamp_min(1).unsqueeze(1)
-        sums = torch.zeros_like(self.top.weight).index_add_(
-            0, new_entry, c * self.top.weight[old_entry])
         mass = torch.zeros(self.n_entries, 1, dtype=c.dtype, device=c.device).index_add_(
             0, new_entry, c)
-        self.top.weight.copy_(sums / mass)
+        for p in (self.top.weight, self.top.bias):  # the bias follows its row
+            if p is not None:
+                rows = p.view(self.n_entries, -1)
+                sums = torch.zeros_like(rows).index_add_(0, new_entry, c * rows[old_entry])
+                rows.copy_(sums / mass)
         self.set_structure(*new)
 
     # -- probabilities ---------------------------------------------------------------------------
