@@ -574,6 +574,9 @@ def test_the_check_sees_sparse_embeddings_and_leaves_other_optimizers_alone():
 
 # -- 8. DDP ------------------------------------------------------------------------------------------
 
+ORGANIZING = ("self-organized", "self-organized-binary", "organized-tree")
+
+
 def _ddp_worker(rank, world, init, form, steps, results):
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel as DDP
@@ -582,7 +585,7 @@ def _ddp_worker(rank, world, init, form, steps, results):
     dist.init_process_group("gloo", init_method=init, rank=rank, world_size=world)
     try:
         torch.manual_seed(0)  # the same start on every rank
-        organizing = dict(reassign_every=3, freq_budget=0.3) if form.startswith("self") else {}
+        organizing = dict(reassign_every=3, freq_budget=0.3) if form in ORGANIZING else {}
         layer = make_output_layer(form, D, zipf_vocab(), sparse=True, seed=3, **organizing)
         model = LSTMLM(layer)
         ddp = DDP(model, broadcast_buffers=False)
@@ -599,8 +602,10 @@ def _ddp_worker(rank, world, init, form, steps, results):
                 infos.append(info["changed_share"])
         state = {k: v.detach().clone() for k, v in model.state_dict().items()
                  if torch.is_tensor(v)}
-        organized = {"q": layer.q.clone(), "clusters": layer.cluster_of.clone()} \
-            if form.startswith("self") else {}
+        clusters = layer.tail_cluster if form == "organized-tree" else \
+            getattr(layer, "cluster_of", None)
+        organized = {"q": layer.q.clone(), "clusters": clusters.clone()} \
+            if form in ORGANIZING else {}
         results[rank] = {"state": state, "infos": infos, **organized}
     except Exception as exc:  # sent back whole: the parent's assertion shows it
         results[rank] = {"error": "".join(traceback.format_exception(exc))}
@@ -608,7 +613,7 @@ def _ddp_worker(rank, world, init, form, steps, results):
         dist.destroy_process_group()
 
 
-@pytest.mark.parametrize("form", ["tree", "class", "self-organized", "self-organized-binary"])
+@pytest.mark.parametrize("form", ["tree", "class"] + list(ORGANIZING))
 def test_ddp_on_gloo_with_sparse_gradients_keeps_the_ranks_identical(form, tmp_path):
     import torch.multiprocessing as mp
     if not torch.distributed.is_available():
@@ -621,7 +626,7 @@ def test_ddp_on_gloo_with_sparse_gradients_keeps_the_ranks_identical(form, tmp_p
     for r in got:
         assert "error" not in r, r["error"]
     a, b = got
-    if form.startswith("self"):
+    if form in ORGANIZING:
         assert len(a["infos"]) == 2  # re-assigned at steps 3 and 6, the last: q just reduced
         assert a["infos"] == b["infos"] and any(share > 0 for share in a["infos"])
         assert torch.equal(a["clusters"], b["clusters"]) and torch.equal(a["q"], b["q"])

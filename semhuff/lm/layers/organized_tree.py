@@ -14,7 +14,8 @@ anew (``class_tree.structure_from_clusters``). A cluster's top row stays with th
 (as the two-level form's cluster vectors); the tree rows start again at zero (``new_rows``, the
 binary form's measured best once the clusters stop moving: docs/lm.md) or carried over word by
 word (``tree.carried_rows``), Adagrad's sums of the rows restarted. ``freeze_after``: no
-re-assignment after that many steps.
+re-assignment after that many steps. Under DDP the statistic's sums are added over the ranks
+first (``reduce_statistic``), so every rank re-assigns alike.
 """
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ from ..kernels.precision import accumulate_dtype
 from .base import LOSS_OPTIONS, SPARSE
 from .class_tree import structure_from_clusters
 from .head_tree import COVERAGE, HEAD, TOP_BIAS, HeadTreeSoftmax, head_and_tail, head_size
-from .self_organized import LOG2E, ORGANIZED_OPTIONS
+from .self_organized import LOG2E, ORGANIZED_OPTIONS, SelfOrganizedSoftmax
 from .tree import carried_rows
 from .vocabulary import require_frequency_order
 
@@ -101,6 +102,14 @@ class OrganizedTreeSoftmax(HeadTreeSoftmax):
             organizer.cluster_of.astype(np.int64), device=device))
         self.steps = self.reassignments = 0
 
+    # under DDP every rank re-assigns on the whole batch's statistic (``reduce_statistic``:
+    # the sums added over the ranks), so that the ranks keep one structure
+    reduce_across_ranks = True
+    reduce_statistic = SelfOrganizedSoftmax.reduce_statistic
+
+    def statistic_tensors(self) -> dict:
+        return {"mean": [], "sum": [self.q_sum, self.q_tokens]}
+
     # its structure is the organizer's clusters: no tree from elsewhere replaces it
     # (semhuff-lm --retree-every refuses this layer: registry.layers_with("retree"))
     retree = None
@@ -147,6 +156,8 @@ class OrganizedTreeSoftmax(HeadTreeSoftmax):
         """Algorithm 1 on the statistic gathered since the last re-assignment."""
         from ..kernels.optimizer_state import remap_optimizer_state
         started = time.perf_counter()
+        if self.reduce_across_ranks:
+            self.reduce_statistic()
         seen = (self.q_tokens[:-1] > 0).cpu().numpy()
         mean = (self.q_sum[:-1] / self.q_tokens[:-1].clamp_min(1).unsqueeze(1)).cpu().numpy()
         o = self.organizer
