@@ -471,3 +471,31 @@ def test_retree_onto_the_same_subtrees_keeps_every_entry_s_probability():
     assert not torch.equal(layer.entry, old_entry)  # the same groups, numbered otherwise
     after = torch.log_softmax(layer.top(h), dim=1)[:, layer.entry].detach()
     assert torch.allclose(after, before, atol=1e-12)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_a_batch_of_head_words_only_keeps_ddp_going(sparse, tmp_path):
+    """DDP as ``semhuff.lm.parallel`` wraps the layer (no search for unused parameters: the
+    layer says it uses every one) takes a step whose targets are all head words (one rank,
+    gloo): the rows take part with a zero gradient, else the next step fails."""
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    if not dist.is_available():
+        pytest.skip("torch.distributed is not available")
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'rendezvous'}", rank=0,
+                            world_size=1)
+    try:
+        layer = make_output_layer("head-tree", D, zipf_vocab(V), head=10, sparse=sparse)
+        ddp = DDP(layer, broadcast_buffers=False,
+                  find_unused_parameters=not layer.uses_every_parameter)
+        opt = torch.optim.Adagrad(layer.parameters(), lr=0.1)
+        grads = []
+        for targets in ([0, 1, 2], [3, 9, 5], [20, 30, 1]):
+            opt.zero_grad()
+            ddp(torch.randn(3, D), torch.tensor(targets)).loss.backward()
+            opt.step()
+            grad = layer.weight.grad
+            grads.append(None if grad is None else float(grad.to_dense().abs().sum()))
+        assert grads[0] == grads[1] == 0 and grads[2] > 0
+    finally:
+        dist.destroy_process_group()

@@ -360,8 +360,12 @@ class HeadTreeSoftmax(LMOutputLayer):
     def path_log_prob(self, h, target) -> torch.Tensor:
         """(N,) log-probability of each target's path below its entry (0 for a head word)."""
         batch = PathBatch.gather(self.points, self.signs, self.lengths, target)
-        if batch.buckets == []:  # head words only (their paths are empty): no row is used
-            return h.new_zeros(h.shape[0], dtype=accumulate_dtype(h.dtype, self.weight.dtype))
+        if batch.buckets == []:  # head words only (their paths are empty): no row is scored,
+            # yet the rows take part (a sum over none of them, their gradient zero, sparse if
+            # asked): DDP, told that every parameter is used, waits for their gradient
+            acc = accumulate_dtype(h.dtype, self.weight.dtype)
+            none = F.embedding(target[:0], self.weight, sparse=self.sparse).sum()
+            return h.new_zeros(h.shape[0], dtype=acc) + none.to(acc)
         with torch.autocast(h.device.type, enabled=False):
             scores = path_scores(h.to(self.weight.dtype), self.weight, batch, self.sparse,
                                  self._workspace)
