@@ -499,3 +499,11 @@ def test_a_batch_of_head_words_only_keeps_ddp_going(sparse, tmp_path):
         assert grads[0] == grads[1] == 0 and grads[2] > 0
     finally:
         dist.destroy_process_group()
+
+
+@pytest.mark.parametrize("n_words", [V - 10, V + 10])
+def test_retree_onto_a_tree_of_another_size_is_a_one_line_option_error(n_words):
+    layer = make_output_layer("head-tree", D, zipf_vocab(V), head=5)
+    with pytest.raises(OptionError, match=f"the tree has {n_words} leaves, the layer {V}"):
+        layer.retree(make_tree("random", zipf_vocab(n_words), seed=1), zipf_vocab(V).counts)
+    assert layer.tree.kind == "huffman"  # unchanged

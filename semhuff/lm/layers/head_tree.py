@@ -327,6 +327,9 @@ class HeadTreeSoftmax(LMOutputLayer):
         (and bias) the count-weighted mean of its words' former entries', Adagrad's sums of the
         rows restarted."""
         from ..kernels.optimizer_state import remap_optimizer_state
+        if tree.n_words != self.n_classes:  # a larger tree would be cut to the layer's ids
+            raise OptionError(f"the tree has {tree.n_words:,} leaves, the layer "
+                              f"{self.n_classes:,}")
         counts = np.asarray(counts, np.int64)
         new = head_structure(tree, counts, self.head_words, self.n_entries - self.head_words)
         rows = carried_rows(self.tree, new[0], self.weight, torch.as_tensor(counts))
