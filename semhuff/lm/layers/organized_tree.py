@@ -161,6 +161,10 @@ class OrganizedTreeSoftmax(HeadTreeSoftmax):
         seen = (self.q_tokens[:-1] > 0).cpu().numpy()
         mean = (self.q_sum[:-1] / self.q_tokens[:-1].clamp_min(1).unsqueeze(1)).cpu().numpy()
         o = self.organizer
+        # the clusters and q as the buffers hold them (written from outside too: a loader that
+        # sets buffers without load_state_dict, e.g. Hugging Face's)
+        o.cluster_of = self.tail_cluster.cpu().numpy().astype(np.int32)
+        o.q = self.q.cpu().numpy().astype(np.float32)
         o.q[seen] = mean[seen].astype(np.float32)
         counts = self.counts.cpu().numpy()
         tails = head_and_tail(counts, self.head_words)[1]
