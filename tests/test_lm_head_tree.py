@@ -507,3 +507,12 @@ def test_retree_onto_a_tree_of_another_size_is_a_one_line_option_error(n_words):
     with pytest.raises(OptionError, match=f"the tree has {n_words} leaves, the layer {V}"):
         layer.retree(make_tree("random", zipf_vocab(n_words), seed=1), zipf_vocab(V).counts)
     assert layer.tree.kind == "huffman"  # unchanged
+
+
+@pytest.mark.parametrize("counts", [np.ones(5), np.ones((8, 2)), -np.ones(8)])
+def test_counts_that_are_not_one_per_word_are_a_one_line_option_error(counts):
+    tree = make_tree("huffman", zipf_vocab(8))
+    halves = np.array([tree.codes[w, 0] for w in range(8)], np.int64)
+    with pytest.raises(OptionError, match="counts must be 8 integers >= 0") as info:
+        HeadTreeSoftmax(D, tree, halves, np.ones(8, np.int64), counts=counts)
+    assert "\n" not in str(info.value)

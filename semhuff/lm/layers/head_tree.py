@@ -205,6 +205,8 @@ class HeadTreeSoftmax(LMOutputLayer):
         for name in ("entry", "cut"):
             self.register_buffer(name, torch.empty(V, dtype=torch.int64, device=device))
         counts = np.ones(V, np.int64) if counts is None else np.asarray(counts, np.int64)
+        if counts.shape != (V,) or np.any(counts < 0):  # retree and describe weigh words by them
+            raise OptionError(f"counts must be {V:,} integers >= 0 (one a word)")
         self.register_buffer("counts", torch.as_tensor(counts, device=device))
         self._workspace = Workspace()
         self._cache = Cache()  # log_prob's path matrix, by device
