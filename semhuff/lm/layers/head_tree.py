@@ -45,7 +45,7 @@ from ..kernels.paths import PathBatch, Workspace, path_buffers, path_matrix, pat
     paths_log_prob
 from ..kernels.precision import accumulate_dtype
 from .base import LOSS_OPTIONS, SPARSE, Cache, LMOutputLayer
-from .tree import TreeSoftmax, carried_rows, start_tree_layer, tree_for
+from .tree import TreeSoftmax, carried_rows, start_tree_layer, synced, tree_for
 
 HEAD = Option("head", int, None, "words with an entry of their own in the flat top, the most "
               "frequent (default: 2%% of V for head-tree, see --coverage; none for class-tree)",
@@ -271,32 +271,12 @@ class HeadTreeSoftmax(LMOutputLayer):
                               f"Copy them (use_buffers=False, the default)") from None
         self._adopt(tree, entry, cut)
 
-    @property
-    def tree(self) -> Tree:
-        self._sync()
-        return self._tree
-
-    @property
-    def points(self) -> torch.Tensor:
-        """(V, depth) each word's path rows below its cut, padded with row 0."""
-        self._sync()
-        return self._points
-
-    @property
-    def signs(self) -> torch.Tensor:
-        self._sync()
-        return self._signs
-
-    @property
-    def lengths(self) -> torch.Tensor:
-        self._sync()
-        return self._lengths
-
-    @property
-    def empty(self) -> torch.Tensor:
-        """(entries,) True for an entry without words."""
-        self._sync()
-        return self._empty
+    tree = synced("_tree")
+    points = synced("_points", "(V, depth) each word's path rows below its cut, padded with "
+                    "row 0.")
+    signs = synced("_signs")
+    lengths = synced("_lengths")
+    empty = synced("_empty", "(entries,) True for an entry without words.")
 
     def _apply(self, fn, *args, **kwargs):
         super()._apply(fn, *args, **kwargs)  # the derived tensors follow the weight

@@ -33,6 +33,16 @@ from .base import (LOSS_OPTIONS, SPARSE, Cache, LMOutputLayer, SparseRows, check
 from .registry import build_layer
 
 
+def synced(name: str, doc: Optional[str] = None) -> property:
+    """A read-only property for what a layer derives from its structure buffers (attribute
+    ``name``): the layer's ``_sync()`` first, which re-derives it where the buffers were
+    written from outside."""
+    def get(self):
+        self._sync()
+        return getattr(self, name)
+    return property(get, doc=doc)
+
+
 class TreeSoftmax(LMOutputLayer):
     """Tree (hierarchical) softmax over ``tree`` (``semhuff.trees.base.Tree``, one leaf per word id).
 
@@ -155,26 +165,11 @@ class TreeSoftmax(LMOutputLayer):
                                   f"them (use_buffers=False, the default)") from None
             self._adopt(tree)
 
-    @property
-    def tree(self) -> Tree:
-        self._sync()
-        return self._tree
-
-    @property
-    def points(self) -> torch.Tensor:
-        """(V, depth) each word's path rows, padded (``kernels.paths.path_buffers``)."""
-        self._sync()
-        return self._points
-
-    @property
-    def signs(self) -> torch.Tensor:
-        self._sync()
-        return self._signs
-
-    @property
-    def lengths(self) -> torch.Tensor:
-        self._sync()
-        return self._lengths
+    tree = synced("_tree")
+    points = synced("_points", "(V, depth) each word's path rows, padded "
+                    "(``kernels.paths.path_buffers``).")
+    signs = synced("_signs")
+    lengths = synced("_lengths")
 
     def _apply(self, fn, *args, **kwargs):
         super()._apply(fn, *args, **kwargs)  # the paths follow the weight (device, dtype)
