@@ -21,6 +21,7 @@ from semhuff.trees.clusters import frequency_binning  # noqa: E402
 from semhuff.trees.huffman import build_huffman  # noqa: E402
 from semhuff.trees.organizer import SelfOrganizer  # noqa: E402
 from semhuff.trees.subtrees import frontier, join, restrict, subtree_mass  # noqa: E402
+from semhuff.vocab import Vocab  # noqa: E402
 
 D = 6
 V = 60
@@ -516,3 +517,17 @@ def test_counts_that_are_not_one_per_word_are_a_one_line_option_error(counts):
     with pytest.raises(OptionError, match="counts must be 8 integers >= 0") as info:
         HeadTreeSoftmax(D, tree, halves, np.ones(8, np.int64), counts=counts)
     assert "\n" not in str(info.value)
+
+
+def test_retree_of_a_float16_layer_with_counts_beyond_its_range():
+    """The count-weighted means of the top's rows in float16 overflowed at counts above
+    65,504 (text8's most frequent word: ~1M): inf / inf, the top NaN."""
+    counts = np.maximum((1_000_000 / np.arange(1, V + 1)).astype(np.int64), 1)
+    vocab = Vocab([f"w{i}" for i in range(V)], counts, int(counts.sum()))
+    layer = randomise(make_output_layer("head-tree", D, vocab, head=5, tail_entries=4,
+                                        head_bias=True)).half()
+    h = batch()[0].half()
+    before = torch.log_softmax(layer.top(h).float(), dim=1)[:, layer.entry]
+    layer.retree(renumbered_inner_nodes(layer.tree), counts)  # the same groups
+    after = torch.log_softmax(layer.top(h).float(), dim=1)[:, layer.entry]
+    assert torch.allclose(after, before, atol=1e-2)

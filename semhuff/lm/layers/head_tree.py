@@ -322,14 +322,16 @@ class HeadTreeSoftmax(LMOutputLayer):
                               torch.ones(self.weight.shape[0]))
         old_entry = self.entry
         new_entry = torch.as_tensor(new[1], device=old_entry.device)
-        c = self.counts.to(self.top.weight.dtype).clamp_min(1).unsqueeze(1)
+        # in float64: counts beyond float16's range (65,504) made inf / inf of the means
+        c = self.counts.to(torch.float64).clamp_min(1).unsqueeze(1)
         mass = torch.zeros(self.n_entries, 1, dtype=c.dtype, device=c.device).index_add_(
             0, new_entry, c)
         for p in (self.top.weight, self.top.bias):  # the bias follows its row
             if p is not None:
                 rows = p.view(self.n_entries, -1)
-                sums = torch.zeros_like(rows).index_add_(0, new_entry, c * rows[old_entry])
-                rows.copy_(sums / mass)
+                sums = torch.zeros(rows.shape, dtype=c.dtype, device=c.device).index_add_(
+                    0, new_entry, c * rows[old_entry].to(c.dtype))
+                rows.copy_((sums / mass).to(rows.dtype))
         self.set_structure(*new)
 
     # -- probabilities ---------------------------------------------------------------------------
