@@ -531,3 +531,18 @@ def test_retree_of_a_float16_layer_with_counts_beyond_its_range():
     layer.retree(renumbered_inner_nodes(layer.tree), counts)  # the same groups
     after = torch.log_softmax(layer.top(h).float(), dim=1)[:, layer.entry]
     assert torch.allclose(after, before, atol=1e-2)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_organized_statistic_stays_exact_in_a_low_precision_layer(dtype):
+    """A bfloat16 / float16 layer casts its weights, not the statistic: 600 tokens of a word
+    count 600 (bfloat16 counts stop at 256) and their sum is the float64 one's."""
+    layer = organized(reassign_every=100)
+    reference = organized(reassign_every=100)
+    layer.to(dtype)
+    h = torch.randn(600, D, generator=torch.Generator().manual_seed(4)).to(dtype)
+    t = torch.full((600,), 7)
+    layer(h, t)
+    reference(h.double(), t)
+    assert layer.q_tokens[2] == 600
+    assert torch.allclose(layer.q_sum[2].double(), reference.q_sum[2].double(), rtol=1e-2)

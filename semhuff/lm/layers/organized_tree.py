@@ -29,7 +29,7 @@ import torch
 from ...options import Option, positive_int
 from ...trees.clusters import check_clusters
 from ...trees.organizer import SelfOrganizer
-from ..kernels.precision import accumulate_dtype
+from ..kernels.precision import LOW_PRECISION, accumulate_dtype
 from .base import LOSS_OPTIONS, SPARSE
 from .class_tree import structure_from_clusters
 from .head_tree import COVERAGE, HEAD, TOP_BIAS, HeadTreeSoftmax, head_and_tail, head_size
@@ -113,6 +113,15 @@ class OrganizedTreeSoftmax(HeadTreeSoftmax):
     # its structure is the organizer's clusters: no tree from elsewhere replaces it
     # (semhuff-lm --retree-every refuses this layer: registry.layers_with("retree"))
     retree = None
+
+    def _apply(self, fn, *args, **kwargs):
+        # .half() / .bfloat16() cast the weights, not the statistic (sums over thousands of
+        # tokens: bfloat16 counts stop at 256), as the self-organized layers'
+        super()._apply(fn, *args, **kwargs)
+        for name in ("q", "q_sum", "q_tokens"):
+            if getattr(self, name).dtype in LOW_PRECISION:
+                setattr(self, name, getattr(self, name).float())
+        return self
 
     @property
     def n_clusters(self) -> int:
