@@ -107,11 +107,14 @@ def dense_log_prob(layer, h):
     in ``layer.tree`` below its cut, walked one by one."""
     top = torch.log_softmax(layer.top(h).double(), dim=1).detach().numpy()
     W = layer.weight.detach().double().numpy()
+    # with tail_dim, the rows score the input times the projection's matrix
+    P = None if layer.tail_proj is None else layer.tail_proj.weight.detach().double().numpy()
     tree = layer.tree
     entry, cut = layer.entry.numpy(), layer.cut.numpy()
     out = np.empty((h.shape[0], layer.n_classes))
     for n in range(h.shape[0]):
         x = h[n].detach().double().numpy()
+        x = x if P is None else P @ x
         for w in range(layer.n_classes):
             total = top[n, entry[w]]
             for j in range(cut[w], tree.lengths[w]):
@@ -135,6 +138,8 @@ VARIANTS = {
     "class-tree, random clusters and a head": ("class-tree", dict(cluster_by="random", head=5,
                                                                   clusters=4)),
     "organized-tree, as it starts": ("organized-tree", dict(head=5, clusters=6)),
+    "class-tree, rows of 3 (a projection)": ("class-tree", dict(tail_dim=3, sparse=True)),
+    "head-tree, rows of 2": ("head-tree", dict(head=5, tail_entries=2, tail_dim=2)),
 }
 
 
@@ -282,6 +287,8 @@ def test_retree_keeps_the_head_and_carries_the_rows():
     (dict(head=-1), "head must be an integer >= 0"),
     (dict(coverage=1.5), "coverage must be in (0, 1]"),
     (dict(tail_entries=0), "tail_entries must be an integer >= 1"),
+    (dict(tail_dim=0), "tail_dim must be an integer >= 1"),
+    (dict(tail_dim=D + 1), f"tail_dim must be an integer in 1..{D}"),
 ])
 def test_bad_settings_are_one_line_option_errors(settings, message):
     with pytest.raises(OptionError) as info:
@@ -546,3 +553,35 @@ def test_organized_statistic_stays_exact_in_a_low_precision_layer(dtype):
     reference(h.double(), t)
     assert layer.q_tokens[2] == 600
     assert torch.allclose(layer.q_sum[2].double(), reference.q_sum[2].double(), rtol=1e-2)
+
+
+def test_tail_dim_projects_the_input_for_the_rows_alone_and_trains_the_projection():
+    """The adaptive softmax's smaller tails as a head-tree option: rows of tail_dim columns,
+    the top on the whole input; the projection learns (finite differences through it), a
+    head-words-only batch keeps it in the graph, and a state with it loads with weights_only."""
+    vocab = zipf_vocab(20)
+    layer = randomise(make_output_layer("class-tree", D, vocab, head=3, tail_dim=2).double())
+    assert layer.weight.shape == (19, 2) and layer.top.in_features == D
+    assert layer.tail_proj.weight.shape == (2, D) and "rows of 2" in layer.describe()
+    h, t = batch(6, vocab_size=20)
+    t[0], t[1] = 0, 19
+    params = dict(layer.named_parameters())
+    names = list(params)
+
+    def f(h, *values):
+        return torch.func.functional_call(layer, dict(zip(names, values)), (h, t)).output
+
+    assert "tail_proj.weight" in names
+    assert torch.autograd.gradcheck(f, (h.clone().requires_grad_(), *[
+        p.detach().clone().requires_grad_() for p in params.values()]))
+    layer(h[:2], torch.tensor([0, 1])).loss.backward()  # head words only
+    assert layer.tail_proj.weight.grad is not None
+    assert float(layer.tail_proj.weight.grad.abs().sum()) == 0
+    same = make_output_layer("class-tree", D, vocab, head=3, tail_dim=2).double()
+    buffer = io.BytesIO()
+    torch.save(layer.state_dict(), buffer)
+    buffer.seek(0)
+    same.load_state_dict(torch.load(buffer, weights_only=True))
+    assert torch.equal(same.log_prob(h), layer.log_prob(h))
+    full = make_output_layer("class-tree", D, vocab, head=3, tail_dim=D)
+    assert full.tail_proj is None and full.weight.shape == (19, D)  # no projection to the same size

@@ -8,7 +8,7 @@
 #   bash eval/bench/lm_text8.sh OUT [ROW ...]     (default: every row but the full softmax)
 #
 # ROW: adaptive class-frequency self-organized huffman semhuff-boot semhuff-wordnet random full
-#      class-tree-boot head-tree-boot (issue 45)
+#      class-tree-boot class-tree-head-boot class-tree-proj-boot head-tree-boot (issue 45)
 # CORPUS (default ../shared/data/corpus/corpus.txt.gz), THREADS (default 1), SEED (default 1:
 # the table's runs; another seed into another OUT gives the spread).
 set -euo pipefail
@@ -39,6 +39,10 @@ options() {
         # flat head (2% of V: 880 words, 71% of the tokens) and the rest of that tree below one
         # entry
         class-tree-boot) echo "--loss class-tree --tree semhuff --similarity $PWD/boot/vectors.bin" ;;
+        # the same with the 880 (2% of V) most frequent words as entries of their own first
+        class-tree-head-boot) echo "--loss class-tree --head 880 --tree semhuff --similarity $PWD/boot/vectors.bin" ;;
+        # the same with rows of 64 (the input projected, as the adaptive softmax's first tail)
+        class-tree-proj-boot) echo "--loss class-tree --tail-dim 64 --tree semhuff --similarity $PWD/boot/vectors.bin" ;;
         head-tree-boot) echo "--loss head-tree --tree semhuff --similarity $PWD/boot/vectors.bin" ;;
         *) echo "lm_text8: no row $1" >&2; return 2 ;;
     esac

@@ -19,8 +19,8 @@ from ...options import Option
 from ...trees.clusters import CLUSTERS, check_clusters, cluster_tree, word_clusters
 from ...trees.spec import SIMILARITY, TREE
 from .base import LOSS_OPTIONS, SPARSE
-from .head_tree import (HEAD, TOP_BIAS, HeadTreeSoftmax, head_and_tail, head_size,
-                        head_structure)
+from .head_tree import (HEAD, TAIL_DIM, TOP_BIAS, HeadTreeSoftmax, head_and_tail, head_size,
+                        head_structure, own_settings)
 from .tree import tree_for
 
 CLUSTER_BY = Option("cluster_by", str, "tree", "the clusters of class-tree: the tree's top "
@@ -31,13 +31,13 @@ CLUSTER_BY = Option("cluster_by", str, "tree", "the clusters of class-tree: the 
 class ClassTreeSoftmax(HeadTreeSoftmax):
     """A flat softmax over ``clusters`` clusters (and ``head`` words), a tree inside each."""
 
-    OPTIONS = LOSS_OPTIONS + (CLUSTERS, CLUSTER_BY, HEAD, TREE, SIMILARITY, TOP_BIAS, SPARSE)
+    OPTIONS = LOSS_OPTIONS + (CLUSTERS, CLUSTER_BY, HEAD, TREE, SIMILARITY, TOP_BIAS, TAIL_DIM,
+                              SPARSE)
 
     @classmethod
     def from_vocab(cls, in_features, vocab, *, seed=1, device=None, dtype=None, clusters=None,
                    cluster_by="tree", head=None, tree=None, similarity=None, **settings):
-        own = {k: settings.pop(k) for k in ("sparse", "head_bias", "ignore_index", "reduction")
-               if k in settings}
+        own = own_settings(settings)
         counts = np.asarray(vocab.counts, np.int64)
         k = head_size(counts, 0 if head is None else head, None)
         n = check_clusters(clusters, counts.size - k)

@@ -58,6 +58,17 @@ TAIL_ENTRIES = Option("tail_entries", int, 1, "entries of the flat top that each
                       "of the other words (the tree's top subtrees)", metavar="N",
                       check=positive_int)
 TOP_BIAS = Option("head_bias", boolean, False, "a bias in the head")  # the adaptive softmax's
+# the adaptive softmax's tails score in a space div_value times smaller than the input: fewer
+# parameters for the rare words (candidate (d) of issue 45: the trees' rows overfit more)
+TAIL_DIM = Option("tail_dim", int, None, "the tree rows' size: the input projected to it "
+                  "below the flat top, as the adaptive softmax's tails (default: the input's)",
+                  metavar="DIM", check=positive_int)
+
+
+def own_settings(settings: dict) -> dict:
+    """Pop the layer's own settings (the rest are the tree builder's)."""
+    return {k: settings.pop(k) for k in ("sparse", "head_bias", "ignore_index", "reduction",
+                                         "tail_dim") if k in settings}
 
 
 def head_size(counts, head: Optional[int], coverage: Optional[float]) -> int:
@@ -167,7 +178,8 @@ class HeadTreeSoftmax(LMOutputLayer):
     equally likely), the top as ``nn.Linear``. ``ignore_index``, ``reduction``: as
     ``torch.nn.CrossEntropyLoss``'s (``base.py``)."""
 
-    OPTIONS = LOSS_OPTIONS + (HEAD, COVERAGE, TAIL_ENTRIES, TREE, SIMILARITY, TOP_BIAS, SPARSE)
+    OPTIONS = LOSS_OPTIONS + (HEAD, COVERAGE, TAIL_ENTRIES, TREE, SIMILARITY, TOP_BIAS,
+                              TAIL_DIM, SPARSE)
 
     @classmethod
     def declared_options(cls):
@@ -181,8 +193,7 @@ class HeadTreeSoftmax(LMOutputLayer):
     @classmethod
     def from_vocab(cls, in_features, vocab, *, seed=1, device=None, dtype=None, head=None,
                    coverage=None, tail_entries=1, tree=None, similarity=None, **settings):
-        own = {k: settings.pop(k) for k in ("sparse", "head_bias", "ignore_index", "reduction")
-               if k in settings}  # the rest are the tree builder's
+        own = own_settings(settings)  # the rest are the tree builder's
         counts = np.asarray(vocab.counts, np.int64)
         k = head_size(counts, head, coverage)
         full = tree_for(tree, vocab, similarity, seed, settings)
@@ -193,9 +204,16 @@ class HeadTreeSoftmax(LMOutputLayer):
     def __init__(self, in_features: int, tree: Tree, entry, cut, counts=None,
                  head_words: int = 0, n_entries: Optional[int] = None, head_bias: bool = False,
                  sparse: bool = False, device=None, dtype=None, ignore_index: int = -100,
-                 reduction: str = "mean"):
+                 reduction: str = "mean", tail_dim: Optional[int] = None):
         super().__init__()
-        start_tree_layer(self, in_features, tree, sparse, ignore_index, reduction, device, dtype)
+        if tail_dim is not None and (positive_int(tail_dim) or tail_dim > in_features):
+            raise OptionError(f"tail_dim must be an integer in 1..{in_features} (the input's "
+                              f"size), got {tail_dim!r}")
+        start_tree_layer(self, in_features, tree, sparse, ignore_index, reduction, device, dtype,
+                         row_features=tail_dim)
+        # h -> the rows' space, bias-free as the adaptive softmax's tail projections
+        self.tail_proj = None if tail_dim is None or tail_dim == self.in_features else \
+            nn.Linear(self.in_features, tail_dim, bias=False, device=device, dtype=dtype)
         entry, cut = np.asarray(entry, np.int64), np.asarray(cut, np.int64)
         n_entries = check_structure(tree, entry, cut, n_entries)
         self.head_words = int(head_words)  # entries 0..head_words-1, a word each
@@ -344,6 +362,10 @@ class HeadTreeSoftmax(LMOutputLayer):
         empty = self.empty  # first: it syncs ``_masked``
         return logits.masked_fill(empty, -math.inf) if self._masked else logits
 
+    def tail_input(self, h):
+        """The input in the tree rows' space (``tail_dim``): projected, or ``h`` itself."""
+        return h if self.tail_proj is None else self.tail_proj(h)
+
     def path_log_prob(self, h, target) -> torch.Tensor:
         """(N,) log-probability of each target's path below its entry (0 for a head word)."""
         batch = PathBatch.gather(self.points, self.signs, self.lengths, target)
@@ -352,7 +374,10 @@ class HeadTreeSoftmax(LMOutputLayer):
             # asked): DDP, told that every parameter is used, waits for their gradient
             acc = accumulate_dtype(h.dtype, self.weight.dtype)
             none = F.embedding(target[:0], self.weight, sparse=self.sparse).sum()
+            if self.tail_proj is not None:
+                none = none + self.tail_proj(h[:0]).sum()
             return h.new_zeros(h.shape[0], dtype=acc) + none.to(acc)
+        h = self.tail_input(h)
         with torch.autocast(h.device.type, enabled=False):
             scores = path_scores(h.to(self.weight.dtype), self.weight, batch, self.sparse,
                                  self._workspace)
@@ -378,7 +403,8 @@ class HeadTreeSoftmax(LMOutputLayer):
                                            self.n_classes - 1, device=self.weight.device,
                                            dtype=acc)
         with torch.autocast(h.device.type, enabled=False):
-            below = paths_log_prob(h.to(acc), self.weight.to(acc), self._cache[key])
+            below = paths_log_prob(self.tail_input(h.to(acc)).to(acc), self.weight.to(acc),
+                                   self._cache[key])
         return top.index_select(1, self.entry).to(acc) + below.to(acc)
 
     def sparse_parameters(self) -> list:
@@ -397,4 +423,5 @@ class HeadTreeSoftmax(LMOutputLayer):
                 f"single words, {100 * share_:.1f}% of the tokens; the others subtrees of a "
                 f"{self.tree.kind} tree over {self.n_classes:,} words, {mean:.1f} nodes below "
                 f"the entry on average; {'sparse' if self.sparse else 'dense'} row gradient, "
-                f"{self.in_features} inputs)")
+                f"{self.in_features} inputs"
+                f"{'' if self.tail_proj is None else f', rows of {self.weight.shape[1]}'})")

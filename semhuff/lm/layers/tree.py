@@ -263,18 +263,20 @@ class TreeSoftmax(LMOutputLayer):
 @torch.no_grad()
 
 def start_tree_layer(layer: LMOutputLayer, in_features, tree: Tree, sparse, ignore_index,
-                     reduction, device, dtype) -> None:
+                     reduction, device, dtype, row_features: Optional[int] = None) -> None:
     """What every layer over one binary tree sets first (``TreeSoftmax``, ``HeadTreeSoftmax``):
     the checked sizes and loss options, the zero rows of the inner nodes (``layer.weight``,
     held by an nn.Embedding so that DDP takes its sparse gradient: ``SparseRows``) and the
-    tree's buffers (``tree_parent``, ``tree_branch``; ``set_tree`` fills them)."""
+    tree's buffers (``tree_parent``, ``tree_branch``; ``set_tree`` fills them). The rows have
+    ``row_features`` columns (default ``in_features``)."""
     if not isinstance(tree, Tree):
         raise OptionError(f"tree must be a semhuff.trees.base.Tree, got {type(tree).__name__}")
     layer.in_features, layer.n_classes = check_sizes(in_features, tree.n_words)
     layer.set_loss(ignore_index, reduction)
     layer.sparse = bool(sparse)
-    layer.rows = SparseRows(torch.zeros(tree.n_words - 1, layer.in_features, device=device,
-                                        dtype=dtype), layer.sparse)
+    width = layer.in_features if row_features is None else int(row_features)
+    layer.rows = SparseRows(torch.zeros(tree.n_words - 1, width, device=device, dtype=dtype),
+                            layer.sparse)
     rename_in_state_dict(layer, "rows.weight", "weight")
     for name, dt in (("tree_parent", torch.int64), ("tree_branch", torch.int8)):
         layer.register_buffer(name, torch.empty(2 * tree.n_words - 1, dtype=dt, device=device))
