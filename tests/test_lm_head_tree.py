@@ -585,3 +585,19 @@ def test_tail_dim_projects_the_input_for_the_rows_alone_and_trains_the_projectio
     assert torch.equal(same.log_prob(h), layer.log_prob(h))
     full = make_output_layer("class-tree", D, vocab, head=3, tail_dim=D)
     assert full.tail_proj is None and full.weight.shape == (19, D)  # no projection to the same size
+
+
+@pytest.mark.parametrize("cluster_by", ["frequency", "random"])
+def test_class_tree_clusters_without_a_tree_refuse_a_retree_in_one_line(cluster_by):
+    """retree re-cuts a new tree's top subtrees: frequency or random clusters would silently
+    become the tree's clusters, so the layer, and semhuff-lm's settings, refuse it."""
+    vocab = zipf_vocab(V)
+    layer = make_output_layer("class-tree", D, vocab, cluster_by=cluster_by, clusters=5)
+    with pytest.raises(OptionError, match=f"--cluster-by {cluster_by} has no tree") as info:
+        layer.retree(make_tree("huffman", vocab), vocab.counts)
+    assert "\n" not in str(info.value)
+    from semhuff.lm.settings import LMSettings
+    with pytest.raises(OptionError, match="--retree-every: re-cuts"):
+        LMSettings(output="class-tree", retree_every=1,
+                   layer_options={"cluster_by": cluster_by}).check()
+    LMSettings(output="class-tree", retree_every=1, layer_options={"cluster_by": "tree"}).check()

@@ -18,7 +18,7 @@ from ..errors import OptionError
 from . import _moved
 from .layers.base import LOSS_OPTIONS
 from .layers.registry import DEFAULT_LM_LAYER, check_lm_layer_settings, layers_with, \
-    trainer_defaults
+    lm_layer_class, trainer_defaults
 from .networks import DEFAULT_NETWORK, check_lm_network_settings, lm_network_class, \
     network_options
 
@@ -78,6 +78,10 @@ class LMSettings:
             raise OptionError(f"--retree-every re-builds the output layer's tree: --loss "
                               f"{self.output} has none to re-build (the layers that can: "
                               f"{', '.join(f'--loss {name}' for name in able) or 'none'})")
+        refusal = getattr(lm_layer_class(self.output), "retree_refusal", None)
+        why = refusal(self.layer_options) if self.retree_every and refusal else None
+        if why:
+            raise OptionError(f"--retree-every: {why}")
         if self.precision not in PRECISIONS:
             raise OptionError(f"precision must be one of {', '.join(PRECISIONS)}, got "
                               f"{self.precision!r}")

@@ -52,8 +52,26 @@ class ClassTreeSoftmax(HeadTreeSoftmax):
                 raise OptionError(f"{', '.join(given)}: the clusters' tree options; the "
                                   f"{cluster_by} clusters have a Huffman tree inside each")
             structure = clustered_structure(counts, k, n, cluster_by, seed)
-        return cls(in_features, *structure, counts=counts, head_words=k, device=device,
-                   dtype=dtype, **own)
+        layer = cls(in_features, *structure, counts=counts, head_words=k, device=device,
+                    dtype=dtype, **own)
+        layer.cluster_by = cluster_by
+        return layer
+
+    cluster_by = "tree"  # a layer made from a structure: its clusters are its tree's subtrees
+
+    @staticmethod
+    def retree_refusal(settings) -> str:
+        """Why these settings cannot re-build the tree ("" if they can): ``retree`` re-cuts
+        the new tree's top subtrees, which frequency or random clusters are not."""
+        by = settings.get("cluster_by", "tree")
+        return "" if by == "tree" else (f"re-cuts the new tree's top subtrees into clusters; "
+                                        f"--cluster-by {by} has no tree to re-build")
+
+    def retree(self, tree, counts, optimizer=None):
+        why = self.retree_refusal({"cluster_by": self.cluster_by})
+        if why:
+            raise OptionError(f"retree {why}")
+        super().retree(tree, counts, optimizer)
 
 
 def clustered_structure(counts, head: int, n_clusters: int, clustering: str, seed: int):

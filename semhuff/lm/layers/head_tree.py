@@ -41,7 +41,7 @@ from ...trees.base import Tree
 from ...trees.clusters import subtree_roots
 from ...trees.spec import SIMILARITY, TREE, relabel_leaves
 from ...trees.subtrees import frontier, join, restrict, subtree_mass
-from ..kernels.paths import PathBatch, Workspace, path_buffers, path_matrix, path_scores, \
+from ..kernels.paths import PathBatch, Workspace, path_matrix, path_scores, \
     paths_log_prob
 from ..kernels.precision import accumulate_dtype
 from .base import LOSS_OPTIONS, SPARSE, Cache, LMOutputLayer
