@@ -156,7 +156,8 @@ def test_averaged_integer_buffers_are_refused_not_used():
     assert "\n" not in str(err.value)
 
 
-def test_the_trees_small_step_runs_on_one_thread_and_restores_the_count(monkeypatch):
+@pytest.mark.parametrize("name", ["tree", "class-tree"])
+def test_the_trees_small_step_runs_on_one_thread_and_restores_the_count(monkeypatch, name):
     """Under a parallel load every parallel region waits for a descheduled thread: the tree's
     small forward and backward run on one thread (kernels/threads.py), the count restored."""
     import semhuff.lm.kernels.paths as paths
@@ -173,7 +174,7 @@ def test_the_trees_small_step_runs_on_one_thread_and_restores_the_count(monkeypa
         return real_rows(*args, **kwargs)
     monkeypatch.setattr(paths.PathBatch, "gather", staticmethod(gather))
     monkeypatch.setattr(paths, "row_gradient", rows)
-    layer = build("tree", sparse=True)
+    layer = build(name, sparse=True)
     before = torch.get_num_threads()
     torch.set_num_threads(2)
     try:

@@ -44,6 +44,7 @@ from ...trees.subtrees import frontier, join, restrict, subtree_mass
 from ..kernels.paths import PathBatch, Workspace, path_matrix, path_scores, \
     paths_log_prob
 from ..kernels.precision import accumulate_dtype
+from ..kernels.threads import small_work
 from .base import LOSS_OPTIONS, SPARSE, Cache, LMOutputLayer
 from .tree import TreeSoftmax, carried_rows, start_tree_layer, synced, tree_for
 
@@ -368,22 +369,25 @@ class HeadTreeSoftmax(LMOutputLayer):
 
     def path_log_prob(self, h, target) -> torch.Tensor:
         """(N,) log-probability of each target's path below its entry (0 for a head word)."""
-        batch = PathBatch.gather(self.points, self.signs, self.lengths, target)
-        if batch.buckets == []:  # head words only (their paths are empty): no row is scored,
-            # yet the rows take part (a sum over none of them, their gradient zero, sparse if
-            # asked): DDP, told that every parameter is used, waits for their gradient
-            acc = accumulate_dtype(h.dtype, self.weight.dtype)
-            none = F.embedding(target[:0], self.weight, sparse=self.sparse).sum()
-            if self.tail_proj is not None:
-                none = none + self.tail_proj(h[:0]).sum()
-            return h.new_zeros(h.shape[0], dtype=acc) + none.to(acc)
-        h = self.tail_input(h)
-        with torch.autocast(h.device.type, enabled=False):
-            scores = path_scores(h.to(self.weight.dtype), self.weight, batch, self.sparse,
-                                 self._workspace)
-        scores = scores.to(accumulate_dtype(scores.dtype))
-        nodes = torch.where(batch.valid, F.logsigmoid(scores * batch.signs.to(scores.dtype)), 0)
-        return nodes.sum(dim=1)
+        # a small step on fewer threads, as the tree layer's (kernels/threads.py)
+        with small_work(h, target.numel() * self.points.shape[1] * self.weight.shape[1]):
+            batch = PathBatch.gather(self.points, self.signs, self.lengths, target)
+            if batch.buckets == []:  # head words only (their paths are empty): no row is
+                # scored, yet the rows take part (a sum over none of them, their gradient
+                # zero, sparse if asked): DDP, told that every parameter is used, waits for it
+                acc = accumulate_dtype(h.dtype, self.weight.dtype)
+                none = F.embedding(target[:0], self.weight, sparse=self.sparse).sum()
+                if self.tail_proj is not None:
+                    none = none + self.tail_proj(h[:0]).sum()
+                return h.new_zeros(h.shape[0], dtype=acc) + none.to(acc)
+            h = self.tail_input(h)
+            with torch.autocast(h.device.type, enabled=False):
+                scores = path_scores(h.to(self.weight.dtype), self.weight, batch, self.sparse,
+                                     self._workspace)
+            scores = scores.to(accumulate_dtype(scores.dtype))
+            nodes = torch.where(batch.valid,
+                                F.logsigmoid(scores * batch.signs.to(scores.dtype)), 0)
+            return nodes.sum(dim=1)
 
     def cluster_log_prob(self, h, target):
         """log P(entry(w) | h): the top's part (a head word's whole probability)."""
