@@ -601,3 +601,13 @@ def test_class_tree_clusters_without_a_tree_refuse_a_retree_in_one_line(cluster_
         LMSettings(output="class-tree", retree_every=1,
                    layer_options={"cluster_by": cluster_by}).check()
     LMSettings(output="class-tree", retree_every=1, layer_options={"cluster_by": "tree"}).check()
+
+
+def test_tail_dim_in_a_bfloat16_layer_scores_and_normalises():
+    """The projection follows the layer's dtype (a bfloat16 layer failed on a float32 matmul)."""
+    layer = make_output_layer("class-tree", D, zipf_vocab(V), tail_dim=3).bfloat16()
+    h = torch.randn(4, D, dtype=torch.bfloat16)
+    t = torch.tensor([0, 7, 30, V - 1])
+    lp = layer.log_prob(h)
+    assert torch.allclose(lp.exp().sum(1).double(), torch.ones(4, dtype=torch.float64), atol=1e-3)
+    assert torch.allclose(layer(h, t).output.float(), lp[torch.arange(4), t].float(), atol=0.05)

@@ -363,9 +363,11 @@ class HeadTreeSoftmax(LMOutputLayer):
         empty = self.empty  # first: it syncs ``_masked``
         return logits.masked_fill(empty, -math.inf) if self._masked else logits
 
-    def tail_input(self, h):
-        """The input in the tree rows' space (``tail_dim``): projected, or ``h`` itself."""
-        return h if self.tail_proj is None else self.tail_proj(h)
+    def tail_input(self, h, dtype):
+        """The input in the tree rows' space (``tail_dim``), in ``dtype``: projected, or ``h``
+        itself."""
+        h = h.to(dtype)
+        return h if self.tail_proj is None else F.linear(h, self.tail_proj.weight.to(dtype))
 
     def path_log_prob(self, h, target) -> torch.Tensor:
         """(N,) log-probability of each target's path below its entry (0 for a head word)."""
@@ -380,10 +382,9 @@ class HeadTreeSoftmax(LMOutputLayer):
                 if self.tail_proj is not None:
                     none = none + self.tail_proj(h[:0]).sum()
                 return h.new_zeros(h.shape[0], dtype=acc) + none.to(acc)
-            h = self.tail_input(h)
             with torch.autocast(h.device.type, enabled=False):
-                scores = path_scores(h.to(self.weight.dtype), self.weight, batch, self.sparse,
-                                     self._workspace)
+                scores = path_scores(self.tail_input(h, self.weight.dtype), self.weight, batch,
+                                     self.sparse, self._workspace)
             scores = scores.to(accumulate_dtype(scores.dtype))
             nodes = torch.where(batch.valid,
                                 F.logsigmoid(scores * batch.signs.to(scores.dtype)), 0)
@@ -407,7 +408,7 @@ class HeadTreeSoftmax(LMOutputLayer):
                                            self.n_classes - 1, device=self.weight.device,
                                            dtype=acc)
         with torch.autocast(h.device.type, enabled=False):
-            below = paths_log_prob(self.tail_input(h.to(acc)).to(acc), self.weight.to(acc),
+            below = paths_log_prob(self.tail_input(h, acc), self.weight.to(acc),
                                    self._cache[key])
         return top.index_select(1, self.entry).to(acc) + below.to(acc)
 
