@@ -19,7 +19,7 @@
 # evaluation files; without it the shared corpus is looked up as semhuff looks it up.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-out="${1:-${OUT:-$root/gpu_out}}"; mkdir -p "$out"
+out="${1:-${OUT:-$root/gpu_out}}"; mkdir -p "$out"; out="$(cd "$out" && pwd)"
 python="${PYTHON:-python3}"
 data="${GPU_DATA:-$root/.gpu_data}"
 export PYTHONUNBUFFERED=1
@@ -44,15 +44,24 @@ else
     extra=(--extra blocks=512 blocks=0 updates=plain blocks=32)
     w2v_budget="${W2V_BUDGET:-230}"; lm_budget="${LM_BUDGET:-120}"
 fi
+steps="${STEPS:-correctness word2vec lm}"  # STEPS=word2vec: a rerun of one step
+if [[ " $steps " == *" correctness "* ]]; then
 echo "== correctness: one block against the CPU kernel ($((SECONDS - started)) s)"
 (cd "$root/tests" && timeout 100 "$python" -m pytest -q -p no:cacheprovider \
     test_gpu_sentences.py "${tests[@]}" 2>&1 | tail -4) || status=1
+fi
+if [[ " $steps " == *" word2vec "* ]]; then
 echo "== word2vec: CPU trainer against --device cuda ($((SECONDS - started)) s)"
-timeout "$((w2v_budget + 60))" "$python" -m semhuff.eval.bench.gpu_word2vec_check \
+# from the install's folder: `-m` from the checkout's root would import ./semhuff, the source
+# tree, which has no semhuff.eval (setup.cfg maps eval/ there only when installed)
+(cd "$site" && timeout "$((w2v_budget + 60))" "$python" -m semhuff.eval.bench.gpu_word2vec_check \
     "${corpus[@]}" "${evaldata[@]}" "${quick[@]}" --out "$out/word2vec.json" \
-    --time-budget "$w2v_budget" "${extra[@]}" || status=1
+    --time-budget "$w2v_budget" "${extra[@]}") || status=1
+fi
+if [[ " $steps " == *" lm "* ]]; then
 echo "== language models: the open checks ($((SECONDS - started)) s)"
 timeout "$((lm_budget + 40))" "$python" "$root/eval/bench/lm_gpu_open.py" \
     --out "$out/lm.json" --time-budget "$lm_budget" "${lmquick[@]}" || status=1
+fi
 echo "session status $status after $((SECONDS - started)) s"
 exit $status
