@@ -306,3 +306,32 @@ def test_hs_keeps_more_private_rows_for_a_long_training_call():
         session = CpuSession(model.syn0.copy(), copy.deepcopy(layer), 2)
         session.warm_up(Plan(**{**plan.__dict__, "schedule": Schedule(0.05, 0.001, words)}))
         assert len(session.hot.rows) == rows
+
+
+def test_private_rows_only_for_two_threads_by_default():
+    """More threads than ``PRIVATE_MAX_THREADS``: every row shared (the chunk-late merge of 4+
+    threads diverged, test below), unless a count is set (the benchmarks' override)."""
+    assert CpuSession.PRIVATE_MAX_THREADS == 2
+    for loss in ("hs", "ns"):
+        options = dict(layer_options=dict(ns_order="word2vec")) if loss == "ns" else {}
+        model, _, plan = _model(loss, **options)
+        model.layer.HOT_ROWS = 8  # of 60 rows: private by the small-layer rule
+        assert len(_session(model, 2, hot_rows=None)._hot_rows(plan).rows) == 8
+        for workers in (3, 4, 16):
+            assert _session(model, workers, hot_rows=None)._hot_rows(plan) is None
+        assert len(_session(model, 16, hot_rows=8)._hot_rows(plan).rows) == 8
+
+
+def test_many_threads_of_negative_sampling_do_not_diverge(shared_corpus, monkeypatch):
+    """The bug: skip-gram NS with 4+ threads over the 18M-token corpus (each thread's private
+    copies of the 4,096 hottest rows, summed a chunk late) diverged in epoch 1 (loss per
+    prediction 1e3 at 4 threads, 1e13 on 16 real cores). Four threads, time-sliced on any
+    machine (the staleness is in chunks, not in cores): the loss is the two-thread run's."""
+    import semhuff.cpu_session as cpu_session
+    monkeypatch.setattr(cpu_session, "available_cpus", lambda: 4)
+    model = Word2Vec(vector_size=50, window=5, min_count=5, sample=1e-3, loss="ns", sg=1,
+                     epochs=1, seed=1, workers=4, progress=False)
+    model.build_vocab(shared_corpus)
+    report = model.train(shared_corpus)
+    assert np.isfinite(model.syn0).all()
+    assert report.epochs[0].loss_per_pair < 2.6  # 2 threads: 2.45; diverged: 1e3 and up
