@@ -72,9 +72,9 @@ class CudaDevice:
 
     * ``mode="sentence"`` (the default with numba): a block walks a sentence in word2vec's
       order (``sentence_session``); ``blocks`` the grid of a launch (N blocks, each walking
-      every N-th sentence; 0: one block a sentence; default ``DEFAULT_BLOCKS``: with two
-      launches in flight, 256 sentences at once, the most the concurrency estimate found safe,
-      docs/gpu.md), ``updates`` "atomic" (the default: every block's change of a row lands) or
+      every N-th sentence; 0, the default: one block a sentence, a chunk's ~2,000 at once:
+      on an H200 as good as 32-512 blocks, WS353 / SimLex / analogy within 0.015, and 1.5-17x
+      faster, docs/gpu.md), ``updates`` "atomic" (the default: every block's change of a row lands) or
       "plain" (read-modify-write: concurrent changes may be lost), ``sentence_words`` the
       longest sentence a block walks (longer ones are cut: word2vec.c's 1,000 by default),
       ``chunk_words`` the fewest raw words a launch takes
@@ -91,7 +91,7 @@ class CudaDevice:
     modes = MODES
     score_on = "cpu"  # held-out scoring (exact float64) runs on the CPU, after to_host()
     DEFAULT_BATCH_PAIRS = 8192
-    DEFAULT_BLOCKS = 128
+    DEFAULT_BLOCKS = 0
     UPDATES = ("atomic", "plain")
     _MODE_OPTIONS = {"sentence": ("sentence_words", "chunk_words", "updates"),
                      "batched": ("batch_pairs", "damping")}

@@ -133,12 +133,42 @@ class RecurrentLanguageModel(nn.Module):
         return self.rnn
 
     def hidden(self, ids: torch.Tensor, state=None):
-        out, state = self.rnn(self.embedding(ids), state)
+        x = self.embedding(ids)
+        if _cudnn_rnn_in_half(x):
+            # CUDA autocast runs cuDNN's RNNs in float16 whatever its dtype (torch's
+            # AutocastRNN.cpp casts to kHalf): under bf16 autocast, with no loss scaling, the
+            # LSTM's backward overflowed to NaN on an H200 within 3 steps (docs/gpu.md). The
+            # cell in float32 instead (decided: exact and always available; the output layer,
+            # where the time goes, keeps bf16)
+            with torch.autocast(x.device.type, enabled=False):
+                out, state = self.rnn(x.float(), _as_float(state))
+        else:
+            out, state = self.rnn(x, state)
         return self.dropout(out), state
 
     def forward(self, ids, targets, state=None):
         out, state = self.hidden(ids, state)
         return self.output(out, targets), state
+
+
+def _cudnn_rnn_in_half(x: torch.Tensor) -> bool:
+    """Whether autocast would run the recurrent layer on ``x`` in float16 without being asked
+    to: CUDA autocast in another dtype (bf16), cuDNN on."""
+    if not (x.is_cuda and torch.backends.cudnn.enabled):
+        return False
+    if hasattr(torch, "get_autocast_dtype"):  # torch >= 2.4
+        return torch.is_autocast_enabled("cuda") and \
+            torch.get_autocast_dtype("cuda") != torch.float16
+    return torch.is_autocast_enabled() and torch.get_autocast_gpu_dtype() != torch.float16
+
+
+def _as_float(state):
+    """A recurrent state ((h, c), h or None) in float32."""
+    if state is None:
+        return None
+    if torch.is_tensor(state):
+        return state.float()
+    return tuple(s.float() for s in state)
 
 
 def _former_rnn_keys(state_dict, prefix, *args) -> None:
