@@ -205,12 +205,13 @@ class CpuSession:
                          # contexts (with private output rows only; 0: none)
     HOT_INPUT_SHARE = None  # factor of a thread's change to them; None: 1 / workers (averaged:
                             # summing lost quality, docs/performance.md)
-    # Private rows by default only up to this many threads: their change merged a chunk late
-    # was chosen on two CPUs. With more, the chunk-late changes of the hottest rows pile up:
-    # the 18M-token corpus, sg-NS, 1 epoch, 4, 8 and 16 threads diverged (loss 1e3-1e13; 16
-    # real cores on the GPU host, 4-16 threads emulated here), CBOW-NS at 8 collapsed (WS353
-    # 0.09), sg-HS at 16 lost 6 analogy points (0.148 against 0.210 with every row shared);
-    # averaging instead of summing did not save NS (WS353 0.20). docs/performance.md.
+    # Summed private rows (NS's) by default only up to this many threads: the sum of changes
+    # a chunk late was chosen on two CPUs. With more, the hottest rows' changes pile up: on
+    # the 18M-token corpus sg-NS diverged in epoch 1 with 4, 8 and 16 threads (loss 1e3-1e13;
+    # 16 real cores on the GPU host, 4-16 threads emulated here) and CBOW-NS collapsed at 8
+    # (WS353 0.09); averaging did not save it (WS353 0.20). Every row shared instead: 16 cores
+    # 7.75M words/s, WS353 0.627. Averaged ones (HS's) stay: on 16 cores without them sg-HS
+    # fell from 10.0M to 1.5M words/s (every thread writing the tree's top). docs/performance.md
     PRIVATE_MAX_THREADS = 2
     locks = True  # honours ``Plan.lockf`` (a session without this attribute: refused)
 
@@ -236,13 +237,15 @@ class CpuSession:
         return seen[2]
 
     def _hot_rows(self, plan: Plan) -> Optional[HotRows]:
-        """Private hot rows for two threads (up to ``PRIVATE_MAX_THREADS``), where the layer
-        names them; beyond, every row shared (word2vec's Hogwild) unless ``HOT_ROWS`` is set."""
+        """Private hot rows for two or more threads, where the layer names them; rows merged by
+        sum only up to ``PRIVATE_MAX_THREADS`` threads (beyond, every row shared: word2vec's
+        Hogwild), unless ``HOT_ROWS`` is set."""
         n = (self.layer.hot_row_count(plan.schedule.total_words) if self.HOT_ROWS is None
              else self.HOT_ROWS)
         if self.concurrency < 2 or plan.counts is None or n <= 0:
             return None
-        if self.HOT_ROWS is None and self.concurrency > self.PRIVATE_MAX_THREADS:
+        if self.HOT_ROWS is None and self.layer.HOT_MERGE == "sum" and \
+                self.concurrency > self.PRIVATE_MAX_THREADS:
             return None
         rows = self.layer.hot_rows(plan.counts, n)
         if rows is None or len(rows) == 0:
