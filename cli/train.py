@@ -109,7 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--device-blocks", dest="blocks", type=int, metavar="N",
                    default=argparse.SUPPRESS,
                    help="--device cuda: the GPU grid of a launch (sentence form: N blocks, each "
-                        "walking every N-th sentence, default 128; 0 = one block a sentence)")
+                        "walking every N-th sentence; 0, the default: one block a sentence)")
     g.add_argument("--device-updates", dest="updates", choices=("atomic", "plain"),
                    default=argparse.SUPPRESS,
                    help="--device cuda, sentence form: atomic adds (default: concurrent changes "

@@ -296,7 +296,7 @@ def test_device_chunks_are_large_and_sentences_cut(eight_lanes):
 def test_device_modes_and_their_settings(eight_lanes):
     device = make_device("cuda", "numba")
     assert (device.mode, device.blocks, device.updates, device.sentence_words,
-            device.chunk_words) == ("sentence", 128, "atomic", 1000, 0)
+            device.chunk_words) == ("sentence", 0, "atomic", 1000, 0)  # 0: one block a sentence
     assert make_device("cuda", "numba", mode="batched").blocks == 0  # 32 per multiprocessor
     assert make_device("cuda", "numba", mode="batched").mode == "batched"
     with pytest.raises(OptionError, match="batch_pairs is a setting of the batched form"):
