@@ -611,3 +611,20 @@ def test_tail_dim_in_a_bfloat16_layer_scores_and_normalises():
     lp = layer.log_prob(h)
     assert torch.allclose(lp.exp().sum(1).double(), torch.ones(4, dtype=torch.float64), atol=1e-3)
     assert torch.allclose(layer(h, t).output.float(), lp[torch.arange(4), t].float(), atol=0.05)
+
+
+def test_class_tree_heads_two_percent_by_default_and_an_older_file_loads_as_saved():
+    """``class-tree``'s default head is 2% of V (issue 45's text8 winner); a layer saved with no
+    head (the former default) rebuilds with its own head and entries from its state."""
+    vocab = zipf_vocab(200)
+    layer = make_output_layer("class-tree", D, vocab)
+    assert layer.head_words == head_size(vocab.counts, None, None) == 4
+    old = randomise(make_output_layer("class-tree", D, vocab, head=0).double())
+    state = old.state_dict()
+    settings = type(old).settings_for_state({"tree": "semhuff", "similarity": "gone"}, state)
+    assert settings == {"head": 0, "clusters": old.n_entries}
+    again = make_output_layer("class-tree", D, vocab, **settings).double()
+    again.load_state_dict(state)
+    h = torch.randn(5, D, dtype=torch.float64)
+    assert again.head_words == 0
+    assert torch.equal(again.log_prob(h), old.log_prob(h))

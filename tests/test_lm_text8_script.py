@@ -46,7 +46,7 @@ def test_issue_45_rows(tmp_path):
     (out / "boot" / "vectors.bin").write_bytes(b"")  # made once, by the first -boot row
     done, calls = run(tmp_path, "class-tree-boot", "head-tree-boot")
     assert done.returncode == 0, done.stderr
-    assert f"--loss class-tree --tree semhuff --similarity {out}/boot/vectors.bin" in calls[0]
+    assert f"--loss class-tree --head 0 --tree semhuff --similarity {out}/boot/vectors.bin" in calls[0]
     assert f"--loss head-tree --tree semhuff --similarity {out}/boot/vectors.bin" in calls[1]
 
 

@@ -67,8 +67,10 @@ def row_settings(row: str, args, boot_vectors: str):
         output = "class-tree" if row.startswith("class-tree") else "head-tree"
         tree = dict(tree="semhuff", similarity=boot_vectors) if row.endswith("-boot") else \
             dict(cluster_by="frequency") if row.endswith("-frequency") else {}
+        # class-tree's rows as measured: no head (its default before issue 45's text8 runs)
+        head = dict(head=0) if output == "class-tree" else {}
         return dict(common, output=output, retree_every=int(row.endswith("-self")),
-                    layer_options={**tree, **given_options(output, args)})
+                    layer_options={**head, **tree, **given_options(output, args)})
     if row.startswith("organized-tree"):  # issue 45: the tail's clusters self-organized, to
         # the end (rows carried) or in the first epoch only (-frozen; rows from zero)
         given = given_options("organized-tree", args)

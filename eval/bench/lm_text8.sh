@@ -38,11 +38,12 @@ options() {
         # subtrees (the heaviest words single-word entries), each subtree below its entry; a
         # flat head (2% of V: 880 words, 71% of the tokens) and the rest of that tree below one
         # entry
-        class-tree-boot) echo "--loss class-tree --tree semhuff --similarity $PWD/boot/vectors.bin" ;;
+        class-tree-boot) echo "--loss class-tree --head 0 --tree semhuff --similarity $PWD/boot/vectors.bin" ;;
         # the same with the 880 (2% of V) most frequent words as entries of their own first
+        # (class-tree's default head since; 880 named, as run)
         class-tree-head-boot) echo "--loss class-tree --head 880 --tree semhuff --similarity $PWD/boot/vectors.bin" ;;
         # the same with rows of 64 (the input projected, as the adaptive softmax's first tail)
-        class-tree-proj-boot) echo "--loss class-tree --tail-dim 64 --tree semhuff --similarity $PWD/boot/vectors.bin" ;;
+        class-tree-proj-boot) echo "--loss class-tree --head 0 --tail-dim 64 --tree semhuff --similarity $PWD/boot/vectors.bin" ;;
         head-tree-boot) echo "--loss head-tree --tree semhuff --similarity $PWD/boot/vectors.bin" ;;
         *) echo "lm_text8: no row $1" >&2; return 2 ;;
     esac

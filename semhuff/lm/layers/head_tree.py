@@ -49,7 +49,7 @@ from .base import LOSS_OPTIONS, SPARSE, Cache, LMOutputLayer
 from .tree import TreeSoftmax, carried_rows, start_tree_layer, synced, tree_for
 
 HEAD = Option("head", int, None, "words with an entry of their own in the flat top, the most "
-              "frequent (default: 2%% of V for head-tree, see --coverage; none for class-tree)",
+              "frequent (default: 2%% of V; head-tree: see --coverage; 0: none)",
               metavar="WORDS",
               check=lambda v: None if isinstance(v, int) and not isinstance(v, bool) and v >= 0
               else "must be an integer >= 0")
