@@ -41,7 +41,7 @@ if [ "${QUICK:-0}" = 1 ]; then
 else
     export NUMBA_ENABLE_CUDASIM=0
     quick=(); lmquick=(); tests=(-k "sg-hs-mixed-saturate or sg-ns-batched-plain or warp")
-    extra=(--extra blocks=512 blocks=0 updates=plain blocks=32)
+    extra=(--extra chunk_words=8000000 blocks=512 updates=plain)
     w2v_budget="${W2V_BUDGET:-230}"; lm_budget="${LM_BUDGET:-120}"
 fi
 steps="${STEPS:-correctness word2vec lm}"  # STEPS=word2vec: a rerun of one step
