@@ -22,7 +22,7 @@ from semhuff.errors import OptionError
 from semhuff.io_utils import check_writable
 from semhuff.memory import keep_large_blocks
 from semhuff.options import add_option_flags, parse_assignments, refuse_unused_flags
-from semhuff.trees.spec import TREE, check_tree_spec
+from semhuff.trees.spec import SIMILARITY, TREE, check_tree_spec
 
 from .common import (HelpFormatter, add_deprecated_spelling, add_plugin_option, checkpoint_note,
                      cli_main, console_script, deprecation_note, resolve_corpus)
@@ -335,6 +335,7 @@ def _run(args) -> int:
         read_checkpoint(args.checkpoint)  # not there / not a checkpoint: before the data is read
     layer = layer_settings(args)
     check_tree_spec(layer.get(TREE.name))  # a builder's name or a file, before any data is read
+    _check_skipgram(layer)
     settings = LMSettings(output=args.output, layer_options=layer, emb=args.emb,
                           hidden=args.hidden, arch=args.arch,
                           network_options=network_settings(args), dropout=args.dropout,
@@ -348,6 +349,7 @@ def _run(args) -> int:
                      resolve_corpus(args.heldout) if args.heldout else None,
                      args.heldout_chars, args.min_count, args.max_vocab, args.train_tokens,
                      args.heldout_tokens)
+    settings = _bootstrapped(settings, data, args)
     run = LMTrainingRun(data, settings, checkpoint=args.checkpoint,
                         checkpoint_steps=args.checkpoint_steps, resume=args.resume,
                         on_epoch=lambda report: say and _say_epoch(len(report.epochs),
@@ -379,6 +381,32 @@ def _run(args) -> int:
             print(f"wrote {args.output_model}")
         sys.stdout.flush()
     return 0
+
+
+def _check_skipgram(layer: dict) -> None:
+    """``--similarity skipgram`` is for the SemHuff tree only: refused before the data is read
+    (the vectors would be trained for nothing)."""
+    from semhuff.lm.bootstrap import SKIPGRAM
+    if layer.get(SIMILARITY.name) == SKIPGRAM and layer.get(TREE.name) != "semhuff":
+        raise OptionError("--similarity skipgram trains the vectors of the SemHuff tree: give "
+                          "--tree semhuff with it")
+
+
+def _bootstrapped(settings, data, args):
+    """``settings`` with ``--similarity skipgram`` replaced by the path of skip-gram vectors
+    trained on the training text (cached by the data's fingerprint: a resumed run names the
+    same file, so its settings match its checkpoint's)."""
+    from dataclasses import replace
+
+    from semhuff.lm.bootstrap import SKIPGRAM, bootstrap_vectors
+    layer = dict(settings.layer_options)
+    if layer.get(SIMILARITY.name) != SKIPGRAM:
+        return settings
+    if args.quiet == 0:
+        print("training skip-gram vectors on the training text for the SemHuff tree (once per "
+              "training text; cached)", flush=True)
+    layer[SIMILARITY.name] = bootstrap_vectors(data, workers=args.threads or None)
+    return replace(settings, layer_options=layer)
 
 
 def _say_epoch(number: int, e) -> None:

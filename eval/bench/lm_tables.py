@@ -126,19 +126,10 @@ def add_result(record: str, row: str, out: dict) -> dict:
 
 def bootstrap_vectors(data, folder: str) -> str:
     """Skip-gram vectors (semhuff, Huffman HS) trained on the LM's own training tokens, for the
-    bootstrapped SemHuff tree."""
-    from semhuff import Word2Vec
-    path = os.path.join(folder, "vectors.bin")
-    if os.path.exists(path):
-        return path
-    words = data.vocab.words
-    text = os.path.join(folder, "train_tokens.txt")
-    with open(text, "w", encoding="utf-8") as fh:
-        fh.write(" ".join(words[i] for i in data.train.tolist()))
-    model = Word2Vec(text, vector_size=100, window=5, min_count=1, epochs=5, workers=2, seed=1,
-                     progress=False)
-    model.save_vectors(path)
-    return path
+    bootstrapped SemHuff tree: ``semhuff.lm.bootstrap``'s (``--similarity skipgram``), kept in
+    ``folder`` as the tables' runs name them."""
+    from semhuff.lm.bootstrap import bootstrap_vectors as train
+    return train(data, path=os.path.join(folder, "vectors.bin"), workers=2)
 
 
 def sample_clusters(layer, vocab, n: int = 10, top: int = 10):

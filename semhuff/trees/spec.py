@@ -48,7 +48,8 @@ TREE = Option("tree", str, None, "the tree: a builder's name (huffman, the defau
               "build or a saved Word2Vec model (its tree; same words)", metavar="KIND|FILE",
               check=not_a_layer)
 SIMILARITY = Option("similarity", str, None, "similarity knowledge for --tree semhuff: wordnet, "
-                    "a pairs file or a vectors file")
+                    "a pairs file or a vectors file (semhuff-lm also: skipgram, vectors trained "
+                    "on its training text first, cached)")
 
 
 def relabel_leaves(tree: Tree, new_id: np.ndarray) -> Tree:
