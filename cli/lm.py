@@ -386,7 +386,7 @@ def _run(args) -> int:
 def _check_skipgram(layer: dict) -> None:
     """``--similarity skipgram`` is for the SemHuff tree only: refused before the data is read
     (the vectors would be trained for nothing)."""
-    from semhuff.lm.bootstrap import SKIPGRAM
+    from semhuff.lm_bootstrap import SKIPGRAM
     if layer.get(SIMILARITY.name) == SKIPGRAM and layer.get(TREE.name) != "semhuff":
         raise OptionError("--similarity skipgram trains the vectors of the SemHuff tree: give "
                           "--tree semhuff with it")
@@ -398,7 +398,7 @@ def _bootstrapped(settings, data, args):
     same file, so its settings match its checkpoint's)."""
     from dataclasses import replace
 
-    from semhuff.lm.bootstrap import SKIPGRAM, bootstrap_vectors
+    from semhuff.lm_bootstrap import SKIPGRAM, bootstrap_vectors
     layer = dict(settings.layer_options)
     if layer.get(SIMILARITY.name) != SKIPGRAM:
         return settings

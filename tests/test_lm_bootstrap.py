@@ -1,5 +1,5 @@
 """``semhuff-lm --tree semhuff --similarity skipgram``: skip-gram vectors trained on the LM's
-own training text first (``semhuff.lm.bootstrap``), cached by the data's fingerprint, the tree
+own training text first (``semhuff.lm_bootstrap``), cached by the data's fingerprint, the tree
 of issue 45's text8 winner in one command."""
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ torch = pytest.importorskip("torch", reason="the torch extra is not installed")
 
 from semhuff.cli.common import resolve_corpus  # noqa: E402
 from semhuff.cli.lm import main as lm_main  # noqa: E402
-from semhuff.lm.bootstrap import bootstrap_vectors, vectors_path  # noqa: E402
+from semhuff.lm_bootstrap import bootstrap_vectors, vectors_path  # noqa: E402
 from semhuff.lm.models import load_model  # noqa: E402
 from semhuff.lm.token_ids import load_data  # noqa: E402
 from semhuff.vectors_io import load_vectors  # noqa: E402

@@ -126,9 +126,9 @@ def add_result(record: str, row: str, out: dict) -> dict:
 
 def bootstrap_vectors(data, folder: str) -> str:
     """Skip-gram vectors (semhuff, Huffman HS) trained on the LM's own training tokens, for the
-    bootstrapped SemHuff tree: ``semhuff.lm.bootstrap``'s (``--similarity skipgram``), kept in
+    bootstrapped SemHuff tree: ``semhuff.lm_bootstrap``'s (``--similarity skipgram``), kept in
     ``folder`` as the tables' runs name them."""
-    from semhuff.lm.bootstrap import bootstrap_vectors as train
+    from semhuff.lm_bootstrap import bootstrap_vectors as train
     return train(data, path=os.path.join(folder, "vectors.bin"), workers=2)
 
 

@@ -1,6 +1,8 @@
 """Skip-gram vectors trained on a language model's own training text, the similarity behind the
 bootstrapped SemHuff tree (``semhuff-lm --tree semhuff --similarity skipgram``): the tree of
-issue 45's text8 winner (``class-tree``, docs/lm.md) in one command.
+issue 45's text8 winner (``class-tree``, docs/lm.md) in one command. Outside ``semhuff.lm``:
+it trains with the word2vec wing, which the LM wing never imports (tests/test_structure.py);
+the CLI joins the two here.
 
 Decided: the tables' recipe (``eval/bench/lm_tables.py`` calls this): semhuff's skip-gram with
 hierarchical softmax, dim 100, window 5, 5 epochs, every word of the LM's vocabulary kept
@@ -32,7 +34,7 @@ def cache_folder() -> str:
 
 def vectors_path(data, folder: Optional[str] = None) -> str:
     """Where ``data``'s vectors are (or go): one file per training text and vocabulary."""
-    from .checkpoint import data_fingerprint
+    from .lm.checkpoint import data_fingerprint
     key = data_fingerprint(data.train, data.vocab.words).encode("ascii")
     return os.path.join(folder or cache_folder(),
                         f"skipgram-{hashlib.sha1(key).hexdigest()[:16]}.bin")
@@ -43,8 +45,8 @@ def bootstrap_vectors(data, folder: Optional[str] = None, workers: Optional[int]
     """The path of skip-gram vectors trained on ``data.train`` (an ``LMData``), trained now
     unless there already (``save_vectors`` writes atomically: a run cut short leaves no
     half-written vectors behind; the token file it trains on is removed)."""
-    from ..cpu_session import available_cpus
-    from ..model import Word2Vec
+    from .cpu_session import available_cpus
+    from .model import Word2Vec
     path = path or vectors_path(data, folder)
     if os.path.exists(path):
         logger.info("skip-gram vectors of the training text: %s (cached)", path)
