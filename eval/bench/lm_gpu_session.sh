@@ -26,10 +26,10 @@ if [ "${QUICK:-0}" = 1 ]; then tokens=60000; else tokens=400000; fi
 markov_corpus "$python" "$corpus" "$tokens"
 lm() { timeout 120 "$python" -m semhuff.cli.lm "$corpus" \
     --device "$dev" --heldout-chars "$((tokens / 2))" --epochs 1 --no-progress --bptt 35 --batch-size 32 "$@"; }
-lm --arch transformer --layers 2 --heads 4 --emb 256 --hidden 256 --output tree --precision bf16 \
+lm --arch transformer --layers 2 --heads 4 --emb 256 --hidden 256 --loss tree --precision bf16 \
     --checkpoint "$site/t.ckpt" --checkpoint-steps 200 --report "$out/lm_transformer_tree.json" \
     || status=1
-lm --arch lstm --emb 256 --hidden 256 --output self-organized --reassign-every 200 \
+lm --arch lstm --emb 256 --hidden 256 --loss self-organized --reassign-every 200 \
     --checkpoint "$site/l.ckpt" --checkpoint-steps 200 --report "$out/lm_lstm_so.json" || status=1
 echo "session status $status"
 exit $status
