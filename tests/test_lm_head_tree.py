@@ -257,7 +257,7 @@ def test_state_dict_loads_from_a_file_with_weights_only_into_another_tree(tmp_pa
 
 def test_retree_keeps_the_head_and_carries_the_rows():
     vocab = zipf_vocab(V)
-    layer = randomise(make_output_layer("head-tree", D, vocab, head=6).double())
+    layer = randomise(make_output_layer("head-tree", D, vocab, head=6, head_bias=True).double())
     h, t = batch(30)
     opt = torch.optim.Adagrad(layer.parameters(), lr=0.1)
     layer(h, t).loss.backward()
@@ -278,6 +278,21 @@ def test_retree_keeps_the_head_and_carries_the_rows():
                for i, w in enumerate(tail))
     assert not torch.equal(after, before)
     assert torch.all(opt.state[layer.weight]["sum"] == 0)  # Adagrad's sums restart
+    # the top's: the head entries (the same words) keep theirs, the tail entry's restarts
+    for p in (layer.top.weight, layer.top.bias):
+        sums = opt.state[p]["sum"]
+        assert torch.all(sums[6:] == 0) and torch.all(sums[:6].reshape(6, -1).sum(1) > 0)
+
+
+def test_retree_moves_a_bias_state_row_by_row():
+    """``remap_rows`` on a (N,) state (the top's bias): row i from ``source[i]``, not a
+    broadcast (N, N) mix."""
+    from semhuff.lm.kernels.optimizer_state import remap_rows
+    got = remap_rows(torch.tensor([1.0, 2.0, 3.0]), torch.tensor([2, -1, 0]), None, 0.5)
+    assert torch.equal(got, torch.tensor([3.0, 0.5, 1.0]))
+    rows = remap_rows(torch.tensor([[1.0, 1.5], [2.0, 2.5]]), torch.tensor([1, -1]),
+                      torch.tensor([-1.0, 1.0]), 0.0)
+    assert torch.equal(rows, torch.tensor([[-2.0, -2.5], [0.0, 0.0]]))
 
 
 @pytest.mark.parametrize("settings, message", [

@@ -36,9 +36,11 @@ def remap_rows(tensor: torch.Tensor, source: torch.Tensor, sign: Optional[torch.
                fresh: float = 0.0) -> torch.Tensor:
     """Row i of the result: ``tensor[source[i]] * sign[i]``, or ``fresh`` where source < 0."""
     keep = source >= 0
-    out = torch.where(keep.unsqueeze(1), tensor[source.clamp(min=0)], fresh)
+    # a mask per row, shaped for the rows' other dimensions (none for a bias: a (N,) state)
+    shape = (-1,) + (1,) * (tensor.dim() - 1)
+    out = torch.where(keep.view(shape), tensor[source.clamp(min=0)], fresh)
     if sign is not None:
-        out = out * sign.to(out.dtype).unsqueeze(1)
+        out = out * sign.to(out.dtype).view(shape)
     return out
 
 

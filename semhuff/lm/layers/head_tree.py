@@ -351,6 +351,13 @@ class HeadTreeSoftmax(LMOutputLayer):
                 sums = torch.zeros(rows.shape, dtype=c.dtype, device=c.device).index_add_(
                     0, new_entry, c * rows[old_entry].to(c.dtype))
                 rows.copy_((sums / mass).to(rows.dtype))
+            # the optimizer's state follows: a head entry is the same word's, a tail entry's
+            # row a blend of former entries' and restarts, as the tree rows' (it kept the old
+            # entries' Adagrad sums before)
+            if p is not None:
+                source = torch.arange(self.n_entries, device=p.device)
+                source[self.head_words:] = -1
+                remap_optimizer_state(optimizer, p, source, torch.ones(self.n_entries))
         self.set_structure(*new)
 
     # -- probabilities ---------------------------------------------------------------------------
