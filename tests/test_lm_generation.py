@@ -86,7 +86,32 @@ def test_sample_draws_from_the_warped_distribution(name):
         assert chi_square_p(draws, expected) > 1e-4, (name, warp)
 
 
-@pytest.mark.parametrize("name", ["tree", "class", "self-organized-binary"])
+@pytest.mark.parametrize("name, options", [
+    ("class-tree", {}), ("class-tree", {"head": 0}), ("head-tree", {"tail_entries": 3}),
+    ("class-tree", {"head": 4, "tail_dim": 3}), ("organized-tree", {})])
+def test_the_flat_top_layers_walk_without_the_whole_distribution(name, options, monkeypatch):
+    """head-tree, class-tree, organized-tree at temperature 1: the entry from the top, then a
+    walk down its subtree (``walk_sample``), never ``full_log_prob`` (O(V) a row); the draws
+    follow the exact distribution (as the test above, for these settings too)."""
+    L = layer(name, **options)
+    h = rows()
+    lp = L.log_prob(h).detach().double()[0].numpy()
+
+    def whole(*args, **kwargs):
+        raise AssertionError("the whole distribution was computed")
+    with monkeypatch.context() as patch:
+        patch.setattr(L, "full_log_prob", whole)
+        draws = L.sample(h.expand(6000, D), generator=torch.Generator().manual_seed(5)).numpy()
+    assert chi_square_p(draws, by_hand(lp)) > 1e-4, (name, options)
+    assert chi_square_p(draws, by_hand(lp, temperature=0.7)) < 1e-6
+    # an excluded word: drawn again (a row that keeps drawing it: its whole row, exact)
+    exclude = [int(np.argmax(lp))]
+    draws = L.sample(h.expand(6000, D), generator=torch.Generator().manual_seed(6),
+                     exclude=exclude).numpy()
+    assert chi_square_p(draws, by_hand(lp, exclude=exclude)) > 1e-4, (name, options)
+
+
+@pytest.mark.parametrize("name", ["tree", "class", "self-organized-binary", "class-tree"])
 def test_the_chi_square_sees_a_wrong_distribution(name):
     """The test above can fail: the walk at temperature 1 against the tempered distribution,
     and the draws against the distribution without its excluded word."""

@@ -47,15 +47,23 @@ class TreeWalk:
 
 @torch.no_grad()
 def walk_sample(h: torch.Tensor, weight: torch.Tensor, walk: TreeWalk,
-                generator: Optional[torch.Generator] = None) -> torch.Tensor:
-    """(N,) words drawn from the tree's P(w | h), one a row of ``h`` (N, D)."""
+                generator: Optional[torch.Generator] = None,
+                start: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """(N,) words drawn from the tree's P(w | h), one a row of ``h`` (N, D); with ``start``
+    (N,) node ids, from P(w | h, the subtree below each row's start node) (a word as its start:
+    that word)."""
     N, V = h.shape[0], walk.n_words
-    node = torch.full((N,), walk.root, dtype=torch.long, device=h.device)
+    node = (torch.full((N,), walk.root, dtype=torch.long, device=h.device) if start is None
+            else start.to(device=h.device, dtype=torch.long).clone())
     u = torch.rand(walk.depth, N, generator=generator, device=h.device,
                    dtype=compute_dtype(h.dtype, weight.dtype))
     on_cpu = h.device.type == "cpu"
     rows = torch.arange(N, device=h.device)  # the rows still walking (the CPU's compaction)
+    if on_cpu and start is not None:
+        rows = rows[node >= V]
     for level in range(walk.depth):
+        if on_cpu and rows.numel() == 0:
+            break
         at = (node[rows] - V).clamp(min=0)
         s = (weight[at].to(u.dtype) * h[rows].to(u.dtype)).sum(dim=1)
         nxt = walk.child[at, (u[level, rows] >= torch.sigmoid(s)).long()]

@@ -126,6 +126,20 @@ def head_structure(tree: Tree, counts, head: int, tail_entries: int
     return joined, entry, cut
 
 
+def entry_nodes(tree: Tree, entry: np.ndarray, cut: np.ndarray, n_entries: int) -> np.ndarray:
+    """(n_entries,) the tree node each entry stands for: its words' ancestor ``cut`` levels
+    below the root (a word itself where the cut is its whole path: a head word, a one-word
+    entry); -1 for an entry without words (masked out of the top: never drawn)."""
+    node = np.arange(tree.n_words, dtype=np.int64)
+    up = tree.lengths.astype(np.int64) - np.asarray(cut, np.int64)  # levels above the word
+    parent = tree.parent.astype(np.int64)
+    for k in range(int(up.max(initial=0))):
+        node = np.where(up > k, parent[node], node)
+    out = np.full(n_entries, -1, np.int64)
+    out[np.asarray(entry, np.int64)] = node
+    return out
+
+
 def check_structure(tree: Tree, entry: np.ndarray, cut: np.ndarray,
                     n_entries: Optional[int] = None) -> int:
     """The number of entries, or an ``OptionError`` unless the words of each entry are exactly
@@ -418,6 +432,28 @@ class HeadTreeSoftmax(LMOutputLayer):
             below = paths_log_prob(self.tail_input(h, acc), self.weight.to(acc),
                                    self._cache[key])
         return top.index_select(1, self.entry).to(acc) + below.to(acc)
+
+    # -- generation ------------------------------------------------------------------------
+    def walk_sample(self, h, generator=None):
+        """A word a row drawn exactly without the whole distribution: its entry from the flat
+        top (a softmax over the entries), then down the entry's subtree one binary draw a level
+        (``kernels/tree_search.walk_sample`` from the entry's node): ~entries + depth dot
+        products a row, where ``full_log_prob`` costs V. Temperature 1 and nothing cut
+        (``Generation._sample`` decides)."""
+        from ..kernels.tree_search import TreeWalk, walk_sample
+        top = torch.softmax(self._top_logits(h).float(), dim=1)  # syncs the structure first
+        entry = torch.multinomial(top, 1, generator=generator).squeeze(1)
+        key = ("walk", self.weight.device)
+        if key not in self._cache:
+            self._cache[key] = (TreeWalk(self.tree, self.weight.device),
+                                torch.as_tensor(entry_nodes(self.tree, self.entry.cpu().numpy(),
+                                                            self.cut.cpu().numpy(),
+                                                            self.n_entries),
+                                                device=self.weight.device))
+        walk, nodes = self._cache[key]
+        with torch.autocast(h.device.type, enabled=False):
+            return walk_sample(self.tail_input(h, self.weight.dtype), self.weight.detach(), walk,
+                               generator, start=nodes[entry])
 
     def sparse_parameters(self) -> list:
         return [self.weight] if self.sparse else []
