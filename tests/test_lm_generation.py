@@ -111,6 +111,25 @@ def test_the_flat_top_layers_walk_without_the_whole_distribution(name, options, 
     assert chi_square_p(draws, by_hand(lp, exclude=exclude)) > 1e-4, (name, options)
 
 
+@pytest.mark.parametrize("name, options", [
+    ("class-tree", {}), ("class-tree", {"head": 0}), ("head-tree", {"tail_entries": 3}),
+    ("class-tree", {"head": 4, "tail_dim": 3})])
+@pytest.mark.parametrize("k", [1, 5])
+def test_the_flat_top_layers_search_from_their_entries(name, options, k):
+    """``search_topk`` of head-tree / class-tree: begun at the entries (their words found at
+    once), down their subtrees; a row it settles is the whole distribution's top k (values to
+    rounding, indices where no two values tie)."""
+    L = layer(name, dtype=torch.float64, **options)
+    h = rows(40, seed=7, dtype=torch.float64)
+    values, indices, exact = L.search_topk(h, k)
+    want_v, want_i = L.full_log_prob(h).topk(k, dim=1)
+    assert exact.double().mean() > 0.5  # the search, not the fallback, answers most rows
+    torch.testing.assert_close(values[exact], want_v[exact], rtol=0, atol=1e-10)
+    gaps = want_v[:, :-1] - want_v[:, 1:]
+    clear = exact & (gaps.min(dim=1).values > 1e-9 if k > 1 else exact)
+    assert torch.equal(indices[clear], want_i[clear])
+
+
 @pytest.mark.parametrize("name", ["tree", "class", "self-organized-binary", "class-tree"])
 def test_the_chi_square_sees_a_wrong_distribution(name):
     """The test above can fail: the walk at temperature 1 against the tempered distribution,

@@ -78,10 +78,14 @@ def walk_sample(h: torch.Tensor, weight: torch.Tensor, walk: TreeWalk,
 
 
 @torch.no_grad()
-def beam_topk(h: torch.Tensor, weight: torch.Tensor, walk: TreeWalk, k: int, beam: int
+def beam_topk(h: torch.Tensor, weight: torch.Tensor, walk: TreeWalk, k: int, beam: int,
+              start: Optional[torch.Tensor] = None, start_lp: Optional[torch.Tensor] = None
               ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(values (N, k) log P, indices (N, k), exact (N,) bool) of the most probable words a row,
-    best first; where ``exact`` is False the row's search was cut short (see the module)."""
+    best first; where ``exact`` is False the row's search was cut short (see the module).
+    ``start`` (E,) nodes and ``start_lp`` (N, E) their log-probabilities: the search begins
+    there instead of at the root (a flat top's entries: a word, an inner node, or -1 with
+    log-probability -inf for an entry without words)."""
     N, V = h.shape[0], walk.n_words
     device = h.device
     ct = compute_dtype(h.dtype, weight.dtype)
@@ -92,8 +96,21 @@ def beam_topk(h: torch.Tensor, weight: torch.Tensor, walk: TreeWalk, k: int, bea
     dropped = torch.full((N,), -math.inf, dtype=ct, device=device)
     on_cpu = device.type == "cpu"
     active = torch.arange(N, device=device)  # the rows still searching (the CPU's compaction)
-    node = torch.full((N, 1), walk.root, dtype=torch.long, device=device)
-    lp = torch.zeros(N, 1, dtype=ct, device=device)
+    if start is None:
+        node = torch.full((N, 1), walk.root, dtype=torch.long, device=device)
+        lp = torch.zeros(N, 1, dtype=ct, device=device)
+    else:  # the entries: their words found at once, their inner nodes the first frontier
+        start = start.to(device).unsqueeze(0).expand(N, -1)
+        start_lp = start_lp.to(ct)
+        word = start < V
+        merged = torch.cat([best, start_lp.masked_fill(~word, -math.inf)], dim=1)
+        best, at = merged.topk(k, dim=1)
+        best_id = torch.cat([best_id, start.clamp(min=0)], dim=1).gather(1, at)
+        open_lp = start_lp.masked_fill(word | (start_lp <= best[:, -1:]), -math.inf)
+        keep = min(open_lp.shape[1], beam)
+        lp, at = open_lp.topk(keep, dim=1)
+        dropped = open_lp.scatter(1, at, -math.inf).amax(dim=1)
+        node = start.gather(1, at)
     for _ in range(walk.depth):
         n = active.shape[0]
         live = lp > -math.inf

@@ -434,15 +434,10 @@ class HeadTreeSoftmax(LMOutputLayer):
         return top.index_select(1, self.entry).to(acc) + below.to(acc)
 
     # -- generation ------------------------------------------------------------------------
-    def walk_sample(self, h, generator=None):
-        """A word a row drawn exactly without the whole distribution: its entry from the flat
-        top (a softmax over the entries), then down the entry's subtree one binary draw a level
-        (``kernels/tree_search.walk_sample`` from the entry's node): ~entries + depth dot
-        products a row, where ``full_log_prob`` costs V. Temperature 1 and nothing cut
-        (``Generation._sample`` decides)."""
-        from ..kernels.tree_search import TreeWalk, walk_sample
-        top = torch.softmax(self._top_logits(h).float(), dim=1)  # syncs the structure first
-        entry = torch.multinomial(top, 1, generator=generator).squeeze(1)
+    def _walk(self):
+        """(``TreeWalk`` of the tree, each entry's node: ``entry_nodes``) on the rows'
+        device, made once a structure."""
+        from ..kernels.tree_search import TreeWalk
         key = ("walk", self.weight.device)
         if key not in self._cache:
             self._cache[key] = (TreeWalk(self.tree, self.weight.device),
@@ -450,7 +445,29 @@ class HeadTreeSoftmax(LMOutputLayer):
                                                             self.cut.cpu().numpy(),
                                                             self.n_entries),
                                                 device=self.weight.device))
-        walk, nodes = self._cache[key]
+        return self._cache[key]
+
+    def search_topk(self, h, k):
+        """The ``k`` best words by a search from the entries down their subtrees
+        (``beam_topk`` begun at the entries, a beam of max(2k + 8, 64)): a row the beam could
+        not settle is marked for its whole distribution (``Generation._exact_topk``)."""
+        from ..kernels.tree_search import beam_topk
+        top = torch.log_softmax(self._top_logits(h), dim=1)  # syncs the structure
+        walk, nodes = self._walk()
+        with torch.autocast(h.device.type, enabled=False):
+            return beam_topk(self.tail_input(h, self.weight.dtype), self.weight.detach(), walk,
+                             k, beam=max(2 * k + 8, 64), start=nodes, start_lp=top)
+
+    def walk_sample(self, h, generator=None):
+        """A word a row drawn exactly without the whole distribution: its entry from the flat
+        top (a softmax over the entries), then down the entry's subtree one binary draw a level
+        (``kernels/tree_search.walk_sample`` from the entry's node): ~entries + depth dot
+        products a row, where ``full_log_prob`` costs V. Temperature 1 and nothing cut
+        (``Generation._sample`` decides)."""
+        from ..kernels.tree_search import walk_sample
+        top = torch.softmax(self._top_logits(h), dim=1)  # syncs the structure first
+        entry = torch.multinomial(top, 1, generator=generator).squeeze(1)
+        walk, nodes = self._walk()
         with torch.autocast(h.device.type, enabled=False):
             return walk_sample(self.tail_input(h, self.weight.dtype), self.weight.detach(), walk,
                                generator, start=nodes[entry])
