@@ -74,8 +74,8 @@ class CudaDevice:
       order (``sentence_session``); ``blocks`` the grid of a launch (N blocks, each walking
       every N-th sentence; 0, the default: one block a sentence, a chunk's ~2,000 at once:
       on an H200 as good as 32-512 blocks, WS353 / SimLex / analogy within 0.015, and 1.5-17x
-      faster, docs/gpu.md), ``updates`` "atomic" (the default: every block's change of a row lands) or
-      "plain" (read-modify-write: concurrent changes may be lost), ``sentence_words`` the
+      faster, docs/gpu.md), ``updates`` "atomic" (the default: every block's change of a row
+      lands) or "plain" (read-modify-write: concurrent changes may be lost), ``sentence_words`` the
       longest sentence a block walks (longer ones are cut: word2vec.c's 1,000 by default),
       ``chunk_words`` the fewest raw words a launch takes
       (``sentence_session.DEFAULT_CHUNK_WORDS``);

@@ -328,6 +328,16 @@ class Cache(dict):
     def __reduce__(self):
         return (Cache, ())
 
+    def derived(self, what, device, make):
+        """``make(device)``, kept under ``(what, device)``; ``what`` made for another device
+        dropped."""
+        key = (what, device)
+        if key not in self:
+            for old in [k for k in self if k[0] == what]:
+                del self[old]  # another device's
+            self[key] = make(device)
+        return self[key]
+
 
 def check_sizes(in_features, n_classes, least: int = 2) -> Tuple[int, int]:
     for name, value, low in (("in_features", in_features, 1), ("n_classes", n_classes, least)):

@@ -7,10 +7,11 @@ The clusters (``cluster_by``): ``tree``, the ``tree`` builder's tree cut at its 
 ``clusters`` heaviest subtrees (``head_tree.head_structure``: a SemHuff tree's top subtrees are
 clusters of similar words, each with its SemHuff subtree inside); or ``frequency`` (Mikolov et
 al.'s bins) / ``random``, with a Huffman tree inside each cluster (``trees.clusters.
-cluster_tree``). ``head`` words (the most frequent, default 2% of V, as ``head-tree``'s; 0: none) get entries
-of their own. The default since the text8 measurement (issue 45, docs/lm.md): with the
-bootstrapped SemHuff tree, 2% of V as the head gave held-out perplexity 167.00 over three seeds
-against the adaptive softmax's 169.90, where no head gave 172.26. It is ``HeadTreeSoftmax`` with other defaults and these clusterings.
+cluster_tree``). ``head`` words (the most frequent, default 2% of V, as ``head-tree``'s; 0:
+none) get entries of their own. The default since the text8 measurement (issue 45, docs/lm.md):
+with the bootstrapped SemHuff tree, 2% of V as the head gave held-out perplexity 167.00 over
+three seeds against the adaptive softmax's 169.90, where no head gave 172.26. It is
+``HeadTreeSoftmax`` with other defaults and these clusterings.
 """
 from __future__ import annotations
 

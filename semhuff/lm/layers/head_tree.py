@@ -359,19 +359,18 @@ class HeadTreeSoftmax(LMOutputLayer):
         c = self.counts.to(torch.float64).clamp_min(1).unsqueeze(1)
         mass = torch.zeros(self.n_entries, 1, dtype=c.dtype, device=c.device).index_add_(
             0, new_entry, c)
+        keep_head = torch.arange(self.n_entries, device=c.device)
+        keep_head[self.head_words:] = -1
         for p in (self.top.weight, self.top.bias):  # the bias follows its row
-            if p is not None:
-                rows = p.view(self.n_entries, -1)
-                sums = torch.zeros(rows.shape, dtype=c.dtype, device=c.device).index_add_(
-                    0, new_entry, c * rows[old_entry].to(c.dtype))
-                rows.copy_((sums / mass).to(rows.dtype))
+            if p is None:
+                continue
+            rows = p.view(self.n_entries, -1)
+            sums = torch.zeros(rows.shape, dtype=c.dtype, device=c.device).index_add_(
+                0, new_entry, c * rows[old_entry].to(c.dtype))
+            rows.copy_((sums / mass).to(rows.dtype))
             # the optimizer's state follows: a head entry is the same word's, a tail entry's
-            # row a blend of former entries' and restarts, as the tree rows' (it kept the old
-            # entries' Adagrad sums before)
-            if p is not None:
-                source = torch.arange(self.n_entries, device=p.device)
-                source[self.head_words:] = -1
-                remap_optimizer_state(optimizer, p, source, torch.ones(self.n_entries))
+            # row a blend of former entries' and restarts, as the tree rows'
+            remap_optimizer_state(optimizer, p, keep_head, torch.ones(self.n_entries))
         self.set_structure(*new)
 
     # -- probabilities ---------------------------------------------------------------------------
@@ -421,16 +420,11 @@ class HeadTreeSoftmax(LMOutputLayer):
     def full_log_prob(self, h):
         acc = accumulate_dtype(h.dtype, self.weight.dtype)
         top = torch.log_softmax(self._top_logits(h), dim=1)  # syncs the structure first
-        key = ("paths", self.weight.device, acc)
-        if key not in self._cache:
-            self._cache.clear()
-            points, codes, lengths = self._paths
-            self._cache[key] = path_matrix(points, codes, lengths, self.n_classes,
-                                           self.n_classes - 1, device=self.weight.device,
-                                           dtype=acc)
+        paths = self._cache.derived(("paths", acc), self.weight.device, lambda device:
+                                    path_matrix(*self._paths, self.n_classes,
+                                                self.n_classes - 1, device=device, dtype=acc))
         with torch.autocast(h.device.type, enabled=False):
-            below = paths_log_prob(self.tail_input(h, acc), self.weight.to(acc),
-                                   self._cache[key])
+            below = paths_log_prob(self.tail_input(h, acc), self.weight.to(acc), paths)
         return top.index_select(1, self.entry).to(acc) + below.to(acc)
 
     # -- generation ------------------------------------------------------------------------
@@ -438,14 +432,10 @@ class HeadTreeSoftmax(LMOutputLayer):
         """(``TreeWalk`` of the tree, each entry's node: ``entry_nodes``) on the rows'
         device, made once a structure."""
         from ..kernels.tree_search import TreeWalk
-        key = ("walk", self.weight.device)
-        if key not in self._cache:
-            self._cache[key] = (TreeWalk(self.tree, self.weight.device),
-                                torch.as_tensor(entry_nodes(self.tree, self.entry.cpu().numpy(),
-                                                            self.cut.cpu().numpy(),
-                                                            self.n_entries),
-                                                device=self.weight.device))
-        return self._cache[key]
+        return self._cache.derived("walk", self.weight.device, lambda device: (
+            TreeWalk(self.tree, device),
+            torch.as_tensor(entry_nodes(self.tree, self.entry.cpu().numpy(),
+                                        self.cut.cpu().numpy(), self.n_entries), device=device)))
 
     def search_topk(self, h, k):
         """The ``k`` best words by a search from the entries down their subtrees

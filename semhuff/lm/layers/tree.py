@@ -220,12 +220,7 @@ class TreeSoftmax(LMOutputLayer):
     def _derived(self, what: str, make):
         """What ``make(device)`` derives from the tree, kept for the weight's device."""
         self._sync()
-        key = (what, self.weight.device)
-        if key not in self._cache:
-            for old in [k for k in self._cache if k[0] == what]:
-                del self._cache[old]  # another device's
-            self._cache[key] = make(self.weight.device)
-        return self._cache[key]
+        return self._cache.derived(what, self.weight.device, make)
 
     # -- generation (kernels/tree_search.py) ---------------------------------------------------
     def search_topk(self, h, k):
